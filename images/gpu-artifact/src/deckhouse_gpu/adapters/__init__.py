@@ -1,0 +1,1 @@
+"""Real and simulated implementations of the ports."""

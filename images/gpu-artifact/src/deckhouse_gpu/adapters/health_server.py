@@ -1,0 +1,57 @@
+"""HTTP health endpoints for the kubelet's probes.
+
+``/readyz`` is 200 only when the last pass succeeded; ``/healthz`` is 200 unless passes have
+failed for longer than ``unhealthy_after`` seconds (a restart may then help: new connections,
+fresh state). Both answer with a small JSON body an operator can read with curl.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from deckhouse_gpu.services.health import HealthState
+
+
+def serve_health(
+    health: HealthState,
+    address: tuple[str, int],
+    monotonic: Callable[[], float],
+    unhealthy_after: float = 300.0,
+) -> ThreadingHTTPServer:
+    started = monotonic()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            snapshot = health.snapshot()
+            body: dict[str, object] = {
+                "synced": snapshot.synced,
+                "lastSyncOK": snapshot.ok,
+                "consecutiveFailures": snapshot.consecutive_failures,
+            }
+            if snapshot.last_error:
+                body["lastError"] = snapshot.last_error
+            if self.path == "/readyz":
+                healthy = snapshot.ok
+            elif self.path == "/healthz":
+                last = snapshot.last_sync_monotonic if snapshot.ok else None
+                reference = last if last is not None else started
+                healthy = snapshot.ok or monotonic() - reference < unhealthy_after
+            else:
+                self.send_error(404)
+                return
+            payload = json.dumps(body).encode()
+            self.send_response(200 if healthy else 503)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # probes every few seconds would drown the structured log
+
+    server = ThreadingHTTPServer(address, Handler)
+    threading.Thread(target=server.serve_forever, name="health", daemon=True).start()
+    return server

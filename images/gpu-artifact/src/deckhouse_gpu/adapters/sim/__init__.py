@@ -1,0 +1,1 @@
+"""Simulated hosts and GPU catalogue shared by the tests and the simulator."""

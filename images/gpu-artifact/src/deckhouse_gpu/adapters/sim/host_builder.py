@@ -1,0 +1,126 @@
+"""Builds a host root on disk with the layout the agent reads: sysfs PCI tree, DMI, os-release.
+
+The tree mimics real sysfs: ``bus/pci/devices/<addr>`` are symlinks into ``devices/``, and
+``driver`` and ``iommu_group`` are symlinks to the driver and group directories.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS, OTHER_DEVICES, PciModel, pci_ids_text
+
+BARE_METAL_DMI = ("Supermicro", "SYS-420GP-TNR")
+VM_DMI = ("QEMU", "Standard PC (Q35 + ICH9, 2009)")
+
+
+class HostBuilder:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.sys = root / "sys"
+        self.bus_devices = self.sys / "bus/pci/devices"
+        self.bus_devices.mkdir(parents=True, exist_ok=True)
+        (self.sys / "bus/pci/drivers").mkdir(parents=True, exist_ok=True)
+
+    def device_dir(self, address: str) -> Path:
+        return self.sys / "devices" / f"pci{address[:7]}" / address
+
+    def add_function(
+        self,
+        address: str,
+        model: PciModel,
+        driver: str | None = None,
+        iommu_group: int | None = None,
+        numa_node: int = -1,
+    ) -> Path:
+        directory = self.device_dir(address)
+        directory.mkdir(parents=True, exist_ok=True)
+        files = {
+            "class": f"0x{model.class_code}",
+            "vendor": f"0x{model.vendor_id}",
+            "device": f"0x{model.device_id}",
+            "subsystem_vendor": f"0x{model.subsystem_vendor_id}",
+            "subsystem_device": f"0x{model.subsystem_device_id}",
+            "numa_node": str(numa_node),
+        }
+        for name, content in files.items():
+            (directory / name).write_text(content + "\n")
+        link = self.bus_devices / address
+        if not link.is_symlink():
+            link.symlink_to(os.path.relpath(directory, self.bus_devices))
+        self.bind_driver(address, driver)
+        if iommu_group is not None:
+            group = self.sys / "kernel/iommu_groups" / str(iommu_group)
+            (group / "devices").mkdir(parents=True, exist_ok=True)
+            self._relink(directory / "iommu_group", group)
+        return directory
+
+    def add_gpu(
+        self, model_key: str, address: str, driver: str | None = "nvidia", iommu_group: int | None = None
+    ) -> Path:
+        return self.add_function(address, GPU_MODELS[model_key], driver, iommu_group)
+
+    def add_other_devices(self, count: int, first_bus: int = 0x80) -> None:
+        """Bridges, NICs, NVMe, a BMC VGA and NVIDIA non-GPU functions, as real nodes have."""
+        for index in range(count):
+            bus, function = divmod(index, 8)
+            address = f"0000:{first_bus + bus // 32:02x}:{bus % 32:02x}.{function}"
+            model = OTHER_DEVICES[index % len(OTHER_DEVICES)]
+            self.add_function(address, model, driver=None)
+
+    def bind_driver(self, address: str, driver: str | None) -> None:
+        link = self.device_dir(address) / "driver"
+        if driver is None:
+            link.unlink(missing_ok=True)
+            return
+        target = self.sys / "bus/pci/drivers" / driver
+        target.mkdir(parents=True, exist_ok=True)
+        self._relink(link, target)
+
+    def remove_device(self, address: str) -> None:
+        (self.bus_devices / address).unlink(missing_ok=True)
+        shutil.rmtree(self.device_dir(address), ignore_errors=True)
+
+    def write_device_file(self, address: str, name: str, content: str) -> None:
+        (self.device_dir(address) / name).write_text(content)
+
+    def set_dmi(self, sys_vendor: str | None, product_name: str | None) -> None:
+        dmi = self.sys / "class/dmi/id"
+        dmi.mkdir(parents=True, exist_ok=True)
+        for name, value in (("sys_vendor", sys_vendor), ("product_name", product_name)):
+            if value is None:
+                (dmi / name).unlink(missing_ok=True)
+            else:
+                (dmi / name).write_text(value + "\n")
+
+    def set_os_release(self, os_id: str, version: str, pretty_name: str) -> None:
+        etc = self.root / "etc"
+        etc.mkdir(parents=True, exist_ok=True)
+        name = pretty_name.split(maxsplit=1)[0]
+        text = f'NAME="{name}"\nID={os_id}\nVERSION_ID="{version}"\nPRETTY_NAME="{pretty_name}"\n'
+        (etc / "os-release").write_text(text)
+
+    def set_kernel_release(self, release: str) -> None:
+        kernel = self.root / "proc/sys/kernel"
+        kernel.mkdir(parents=True, exist_ok=True)
+        (kernel / "osrelease").write_text(release + "\n")
+
+    def install_pci_ids(self, text: str | None = None, location: str = "usr/share/misc/pci.ids") -> None:
+        path = self.root / location
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(pci_ids_text() if text is None else text)
+
+    def standard_node(self, bare_metal: bool = True) -> HostBuilder:
+        """OS, kernel, DMI and pci.ids of a typical Ubuntu GPU node."""
+        self.set_os_release("ubuntu", "22.04", "Ubuntu 22.04.4 LTS")
+        self.set_kernel_release("5.15.0-105-generic")
+        self.set_dmi(*(BARE_METAL_DMI if bare_metal else VM_DMI))
+        self.install_pci_ids()
+        return self
+
+    @staticmethod
+    def _relink(link: Path, target: Path) -> None:
+        link.unlink(missing_ok=True)
+        link.symlink_to(os.path.relpath(target, link.parent))

@@ -1,0 +1,112 @@
+"""Scenario files for the simulator: nodes with their GPUs, then steps that change the world."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS
+from deckhouse_gpu.domain.pci import is_pci_address
+
+MACHINES = ("bare-metal", "vm", "no-dmi")
+STEP_KINDS = ("addGpu", "removeGpu", "bindDriver", "deleteObject", "deleteNode")
+
+
+class ScenarioError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SimGPU:
+    model: str
+    address: str
+    driver: str | None = "nvidia"
+
+
+@dataclass(frozen=True)
+class SimNode:
+    name: str
+    machine: str = "bare-metal"
+    gpus: list[SimGPU] = field(default_factory=list)
+    other_devices: int = 24
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    kind: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    nodes: list[SimNode]
+    steps: list[Step]
+
+
+def builtin_names() -> list[str]:
+    folder = resources.files("deckhouse_gpu.adapters.sim") / "scenarios"
+    return sorted(item.name.removesuffix(".yaml") for item in folder.iterdir() if item.name.endswith(".yaml"))
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """A built-in scenario by name, or a scenario file by path."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return parse_scenario(path.stem, path.read_text())
+    folder = resources.files("deckhouse_gpu.adapters.sim") / "scenarios"
+    candidate = folder / f"{name_or_path}.yaml"
+    if not candidate.is_file():
+        known = ", ".join(builtin_names())
+        raise ScenarioError(f"no scenario {name_or_path!r}: give a file path or one of: {known}")
+    return parse_scenario(name_or_path, candidate.read_text())
+
+
+def parse_scenario(name: str, text: str) -> Scenario:
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
+        raise ScenarioError(f"{name}: a scenario is a mapping with a 'nodes' list")
+    nodes = [_node(name, index, raw) for index, raw in enumerate(data["nodes"])]
+    names = [node.name for node in nodes]
+    if len(set(names)) != len(names):
+        raise ScenarioError(f"{name}: node names must be unique")
+    steps = [_step(name, index, raw) for index, raw in enumerate(data.get("steps") or [])]
+    return Scenario(name, str(data.get("description", "")), nodes, steps)
+
+
+def _node(scenario: str, index: int, raw: Any) -> SimNode:
+    where = f"{scenario}: nodes[{index}]"
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise ScenarioError(f"{where}: needs a 'name'")
+    machine = raw.get("machine", "bare-metal")
+    if machine not in MACHINES:
+        raise ScenarioError(f"{where}: machine must be one of {', '.join(MACHINES)}")
+    gpus = [_gpu(f"{where}.gpus[{i}]", gpu) for i, gpu in enumerate(raw.get("gpus") or [])]
+    return SimNode(raw["name"], machine, gpus, int(raw.get("otherDevices", 24)))
+
+
+def _gpu(where: str, raw: Any) -> SimGPU:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: expected a mapping with model and address")
+    model, address = raw.get("model"), str(raw.get("address", ""))
+    if model not in GPU_MODELS:
+        raise ScenarioError(f"{where}: unknown model {model!r}; known: {', '.join(GPU_MODELS)}")
+    if not is_pci_address(address):
+        raise ScenarioError(f"{where}: {address!r} is not a PCI address like 0000:17:00.0")
+    return SimGPU(model, address, raw.get("driver", "nvidia"))
+
+
+def _step(scenario: str, index: int, raw: Any) -> Step:
+    where = f"{scenario}: steps[{index}]"
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{where}: expected a mapping")
+    kinds = [key for key in STEP_KINDS if key in raw]
+    if len(kinds) != 1 or not isinstance(raw[kinds[0]], dict):
+        raise ScenarioError(f"{where}: needs exactly one of {', '.join(STEP_KINDS)} with its arguments")
+    return Step(str(raw.get("title", kinds[0])), kinds[0], dict(raw[kinds[0]]))

@@ -1,0 +1,1 @@
+"""Console entry points: argument parsing and wiring only."""

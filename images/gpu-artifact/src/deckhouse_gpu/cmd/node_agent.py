@@ -1,0 +1,157 @@
+"""gpu-node-agent: keeps one PhysicalGPU per GPU of this node.
+
+Examples:
+  gpu-node-agent --node-name worker-1                      # in-cluster, host root mounted at /
+  gpu-node-agent --node-name w1 --host-root /tmp/host --kubeconfig ~/.kube/config
+  gpu-node-agent --once --dry-run --host-root /tmp/host --node-name w1   # print, write nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import TextIO
+
+import yaml
+
+from deckhouse_gpu.adapters import json_logging
+from deckhouse_gpu.adapters.health_server import serve_health
+from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.udev_events import UdevUnavailable, watch_pci_events
+from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.ports.clock import SystemClock
+from deckhouse_gpu.ports.host import HostReader, HostUnreadable
+from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI
+from deckhouse_gpu.services.deletion_watch import start_deletion_watch
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.inventory_sync import InventorySync, read_host
+from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop, Trigger
+
+COMPONENT = "gpu-node-agent"
+log = logging.getLogger(COMPONENT)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=COMPONENT, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--node-name", default=os.environ.get("NODE_NAME"), help="this node's name (env NODE_NAME)"
+    )
+    parser.add_argument(
+        "--host-root", default=os.environ.get("HOST_ROOT", "/"), help="the host's / as mounted (default /)"
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG"),
+        help="kubeconfig file; in-cluster config if unset",
+    )
+    parser.add_argument("--once", action="store_true", help="one pass, then exit (non-zero if it failed)")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="with --once: print the objects as YAML, touch no API"
+    )
+    parser.add_argument(
+        "--health-address",
+        default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8081"),
+        help="host:port of /healthz and /readyz",
+    )
+    parser.add_argument(
+        "--log-level", default=os.environ.get("LOG_LEVEL", "info"), help="debug, info, warning or error"
+    )
+    parser.add_argument(
+        "--absence-threshold",
+        type=int,
+        default=2,
+        help="consecutive scans a card must be missing before deletion",
+    )
+    parser.add_argument(
+        "--resync-seconds",
+        type=float,
+        default=600.0,
+        help="safety rescan interval (events drive everything else)",
+    )
+    args = parser.parse_args(argv)
+    if not args.node_name:
+        parser.error("--node-name (or env NODE_NAME) is required")
+    if args.dry_run and not args.once:
+        parser.error("--dry-run needs --once")
+    if args.absence_threshold < 1:
+        parser.error("--absence-threshold must be at least 1")
+    return args
+
+
+def dry_run(host: HostReader, node_name: str, out: TextIO) -> int:
+    """Prints what would be written; device problems become YAML comments and log lines."""
+    try:
+        inventory = read_host(host, node_name)
+    except HostUnreadable as error:
+        log.error("host unreadable", extra={"error": str(error)})
+        print(f"# error: {error}", file=out)
+        return 1
+    print(
+        f"# node {node_name}: {len(inventory.gpus)} GPU(s) among {inventory.scanned} PCI functions", file=out
+    )
+    for problem in inventory.errors:
+        log.warning("device skipped", extra={"pciAddress": problem.address, "error": problem.message})
+        print(f"# skipped {problem.address}: {problem.message}", file=out)
+    print(
+        "# ownerReferences to the Node are added when written (the Node's uid comes from the API)", file=out
+    )
+    manifests = [gpu.manifest(owner=None) for gpu in inventory.gpus]
+    if manifests:
+        out.write(yaml.safe_dump_all(manifests, sort_keys=False, explicit_start=True))
+    return 0
+
+
+def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
+    clock = SystemClock()
+    events = EventRecorder(api, COMPONENT, args.node_name, clock)
+    sync = InventorySync(api, host, args.node_name, events, absence_threshold=args.absence_threshold)
+    health = HealthState()
+    loop = NodeAgentLoop(sync, health, clock, LoopSettings(resync_seconds=args.resync_seconds))
+    if args.once:
+        return 0 if loop.run_once().ok else 1
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    host_part, _, port = args.health_address.rpartition(":")
+    server = serve_health(health, (host_part or "0.0.0.0", int(port)), clock.monotonic)  # noqa: S104
+    try:
+        watch_pci_events(loop.notify_udev, stop)
+    except UdevUnavailable as error:
+        log.error(
+            "no udev events; relying on rescans",
+            extra={"error": str(error), "resyncSeconds": args.resync_seconds},
+        )
+    start_deletion_watch(
+        api,
+        PHYSICAL_GPUS,
+        node_selector(args.node_name),
+        lambda name: loop.notify(Trigger("watch", name)),
+        stop,
+    )
+    log.info("started", extra={"node": args.node_name, "hostRoot": args.host_root})
+    loop.run(stop)
+    server.shutdown()
+    log.info("stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    json_logging.configure(COMPONENT, args.log_level)
+    host = SysfsHost(args.host_root)
+    if args.dry_run:
+        return dry_run(host, args.node_name, sys.stdout)
+    from deckhouse_gpu.adapters.kube_client import load_kube  # noqa: PLC0415 - dry-run needs no client
+
+    return run(args, load_kube(args.kubeconfig), host)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""The Kubernetes API as the services see it: plain JSON objects, merge patches and typed errors.
+
+Every component reaches the API only through ``KubeAPI``. Two adapters implement it: the real
+one on the ``kubernetes`` client and an in-memory store used by the tests and the simulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from deckhouse_gpu.domain import physicalgpu
+
+Object = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Which kind of object: enough to build its REST path."""
+
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    has_status: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False, has_status=True)
+EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+
+
+class KubeError(Exception):
+    """Base of every API failure the services handle."""
+
+
+class NotFound(KubeError):
+    pass
+
+
+class AlreadyExists(KubeError):
+    pass
+
+
+class Conflict(KubeError):
+    """The object changed since it was read (resourceVersion or uid precondition failed)."""
+
+
+class Invalid(KubeError):
+    """The API server rejected the object (422) or the request (400)."""
+
+
+class Unavailable(KubeError):
+    """Transient: connection refused, timeout, 5xx, 429. Retry with backoff."""
+
+
+class WatchExpired(KubeError):
+    """The watch's resourceVersion is too old (410 Gone): list again, then watch."""
+
+
+@dataclass(frozen=True)
+class ObjectList:
+    items: list[Object]
+    resource_version: str
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: Literal["ADDED", "MODIFIED", "DELETED"]
+    object: Object
+
+
+class KubeAPI(Protocol):
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object: ...
+
+    def list(
+        self, resource: Resource, label_selector: str | None = None, namespace: str | None = None
+    ) -> ObjectList: ...
+
+    def create(self, resource: Resource, obj: Object) -> Object: ...
+
+    def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Object,
+        subresource: str | None = None,
+        namespace: str | None = None,
+    ) -> Object:
+        """JSON merge patch. A ``metadata.resourceVersion`` in the patch is a precondition."""
+        ...
+
+    def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        uid: str | None = None,
+    ) -> None:
+        """Deletes; with ``uid`` only if the object still has that uid (else Conflict)."""
+        ...
+
+    def watch(
+        self,
+        resource: Resource,
+        resource_version: str,
+        label_selector: str | None = None,
+        namespace: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> Iterator[WatchEvent]:
+        """Events after ``resource_version`` until the timeout; raises WatchExpired when too old."""
+        ...
+
+
+def physical_gpus() -> Resource:
+    return Resource(
+        physicalgpu.GROUP,
+        physicalgpu.VERSION,
+        physicalgpu.PLURAL,
+        physicalgpu.KIND,
+        namespaced=False,
+        has_status=True,
+    )
+
+
+PHYSICAL_GPUS = physical_gpus()

@@ -1,0 +1,1 @@
+"""Orchestration: reconcile loops built from domain rules and ports."""
