@@ -40,10 +40,10 @@ def serve_health(
                 reference = last if last is not None else started
                 healthy = snapshot.ok or monotonic() - reference < unhealthy_after
             else:
-                self.send_error(404)
-                return
+                body, healthy = {"error": f"unknown path {self.path}; use /healthz or /readyz"}, False
             payload = json.dumps(body).encode()
-            self.send_response(200 if healthy else 503)
+            code = 404 if "error" in body else 200 if healthy else 503
+            self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()

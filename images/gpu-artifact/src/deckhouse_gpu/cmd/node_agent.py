@@ -30,7 +30,7 @@ from deckhouse_gpu.services.deletion_watch import start_deletion_watch
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync, read_host
-from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop, Trigger
+from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
 
 COMPONENT = "gpu-node-agent"
 log = logging.getLogger(COMPONENT)
@@ -117,8 +117,13 @@ def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
     if args.once:
         return 0 if loop.run_once().ok else 1
     stop = threading.Event()
+
+    def shutdown(*_: object) -> None:
+        stop.set()
+        loop.wake()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, shutdown)
     host_part, _, port = args.health_address.rpartition(":")
     server = serve_health(health, (host_part or "0.0.0.0", int(port)), clock.monotonic)  # noqa: S104
     try:
@@ -132,7 +137,7 @@ def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
         api,
         PHYSICAL_GPUS,
         node_selector(args.node_name),
-        lambda name: loop.notify(Trigger("watch", name)),
+        loop.notify_deleted,
         stop,
     )
     log.info("started", extra={"node": args.node_name, "hostRoot": args.host_root})

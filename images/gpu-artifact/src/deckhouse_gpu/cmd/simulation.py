@@ -25,7 +25,7 @@ from deckhouse_gpu.services.deletion_watch import start_deletion_watch
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync
-from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop, Trigger
+from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
 
 SETTLE_TIMEOUT = 10.0
 QUIET_SECONDS = 0.2
@@ -75,7 +75,7 @@ class SimulatedCluster:
             self.api,
             PHYSICAL_GPUS,
             node_selector(spec.name),
-            lambda n, lp=loop: lp.notify(Trigger("watch", n)),
+            loop.notify_deleted,
             stop,
         )
         return SimulatedNode(spec, builder, loop, health, stop)

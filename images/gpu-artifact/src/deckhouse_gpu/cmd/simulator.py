@@ -20,7 +20,6 @@ from deckhouse_gpu.cmd.simulation import SimulatedCluster
 from deckhouse_gpu.domain.physicalgpu import PRINTER_COLUMNS
 from deckhouse_gpu.domain.printer_columns import render_table
 
-
 UNFILLED_NOTE = (
     "(MEMORY, MIG, DRIVERREADY and HARDWAREHEALTHY are filled by gpu-controller and gpu-handler,"
     " which join the simulator as they are built.)"

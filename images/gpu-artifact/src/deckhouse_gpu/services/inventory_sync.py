@@ -145,7 +145,9 @@ class InventorySync:
         before = ((obj.get("status") or {}).get("currentState") or {}).get("driverName")
         after = gpu.status["currentState"].get("driverName")
         if before != after:
-            message = f"GPU {gpu.address} is now bound to {after or 'no driver'} (was {before or 'no driver'})"
+            message = (
+                f"GPU {gpu.address} is now bound to {after or 'no driver'} (was {before or 'no driver'})"
+            )
             self.events.record(dict(obj), "Normal", "PhysicalGPUDriverChanged", message)
 
     def _node_owner(self) -> dict[str, Any] | None:

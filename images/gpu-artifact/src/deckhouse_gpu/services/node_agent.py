@@ -56,6 +56,13 @@ class NodeAgentLoop:
         """Thread-safe: called by the udev monitor and the API watch."""
         self._triggers.put(trigger)
 
+    def wake(self) -> None:
+        """Makes a loop waiting for triggers look at its stop event now (used on SIGTERM)."""
+        self.notify(Trigger("stop"))
+
+    def notify_deleted(self, name: str) -> None:
+        self.notify(Trigger("watch", f"deleted {name}"))
+
     def notify_udev(self, action: str, address: str) -> None:
         removed = address if action == "remove" else None
         self.notify(Trigger("udev", f"{action} {address}", removed))
@@ -108,9 +115,9 @@ class NodeAgentLoop:
         self.health.record(report.ok, error, self.clock.monotonic())
         fields = {
             "ok": report.ok,
-            "created": len(report.created),
-            "updated": len(report.updated),
-            "deleted": len(report.deleted),
+            "objectsCreated": len(report.created),
+            "objectsUpdated": len(report.updated),
+            "objectsDeleted": len(report.deleted),
             "deviceErrors": len(report.device_errors),
             "durationSeconds": round(report.seconds, 4),
         }

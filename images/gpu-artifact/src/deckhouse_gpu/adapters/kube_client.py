@@ -1,0 +1,263 @@
+"""The real ``KubeAPI``: REST calls through the ``kubernetes`` client's transport, on raw JSON.
+
+It goes through ``ApiClient.call_api`` with paths built from the ``Resource`` rather than the
+generated ``CoreV1Api``/``CustomObjectsApi`` methods: one code path serves core and custom
+resources alike, nothing is turned into (and back out of) the generated pydantic models, so
+unknown fields survive, and each request carries exactly the headers we choose. The client
+still supplies the configuration, authentication (kubeconfig or the pod's service account,
+with token refresh), TLS and connection pooling.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from urllib.parse import quote
+
+import urllib3
+from kubernetes import config
+from kubernetes.client.api_client import ApiClient
+from kubernetes.client.configuration import Configuration
+from kubernetes.client.exceptions import ApiException
+
+from deckhouse_gpu.ports.kube import (
+    AlreadyExists,
+    Conflict,
+    Invalid,
+    KubeError,
+    NotFound,
+    Object,
+    ObjectList,
+    Resource,
+    Unavailable,
+    WatchEvent,
+    WatchExpired,
+)
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+_WATCH_TYPES = ("ADDED", "MODIFIED", "DELETED")
+
+
+class ClientKube:
+    def __init__(self, api: ApiClient, *, connect_timeout: float = 5.0, read_timeout: float = 30.0) -> None:
+        self._api = api
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+
+    def close(self) -> None:
+        self._api.close()  # type: ignore[no-untyped-call]  # the client leaves it unannotated
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
+        return self._json("GET", _path(resource, namespace, name))
+
+    def list(
+        self, resource: Resource, label_selector: str | None = None, namespace: str | None = None
+    ) -> ObjectList:
+        query = [("labelSelector", label_selector)] if label_selector else []
+        body = self._json("GET", _path(resource, namespace, required=False), query)
+        # Lists of built-in kinds leave apiVersion and kind out of their items; put them back so
+        # that every object looks the same whichever way it was read.
+        kind = {"apiVersion": resource.api_version, "kind": resource.kind}
+        items = [kind | item for item in body.get("items") or []]
+        return ObjectList(items, str(body.get("metadata", {}).get("resourceVersion", "")))
+
+    def create(self, resource: Resource, obj: Object) -> Object:
+        namespace = obj.get("metadata", {}).get("namespace") if resource.namespaced else None
+        return self._json("POST", _path(resource, namespace), body=obj)
+
+    def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Object,
+        subresource: str | None = None,
+        namespace: str | None = None,
+    ) -> Object:
+        # Named here, never left to the client: its generated core methods default to JSON Patch,
+        # which its transport turns into a strategic merge patch, whose list rules differ from
+        # the RFC 7386 patches the writers compute (and which custom resources reject).
+        path = _path(resource, namespace, name, subresource)
+        return self._json("PATCH", path, body=patch, content_type=MERGE_PATCH)
+
+    def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        uid: str | None = None,
+    ) -> None:
+        options: Object = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        if uid is not None:
+            options["preconditions"] = {"uid": uid}
+        self._json("DELETE", _path(resource, namespace, name), body=options)
+
+    def watch(
+        self,
+        resource: Resource,
+        resource_version: str,
+        label_selector: str | None = None,
+        namespace: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> Iterator[WatchEvent]:
+        query = [("watch", "true"), ("resourceVersion", resource_version)]
+        query += [("timeoutSeconds", str(timeout_seconds)), ("allowWatchBookmarks", "false")]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        # The server ends the stream at timeoutSeconds; the read timeout only catches a server
+        # that went silent for good.
+        read_timeout = timeout_seconds + self._read_timeout
+        path = _path(resource, namespace, required=False)
+        # The request goes out now, so a refused connection or a 4xx fails this call.
+        response = self._request("GET", path, query, read_timeout=read_timeout)
+        return _events(response, path)
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] = (),
+        body: Object | None = None,
+        content_type: str = JSON,
+    ) -> Object:
+        response = self._request(method, path, query, body, content_type)
+        try:
+            data = response.data
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise Unavailable(f"{method} {path}: {error}") from error
+        try:
+            decoded = json.loads(data)
+        except ValueError:
+            decoded = None
+        if not isinstance(decoded, dict):
+            raise KubeError(f"{method} {path}: the response is not a JSON object: {data[:200]!r}")
+        return decoded
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]] = (),
+        body: Object | None = None,
+        content_type: str = JSON,
+        read_timeout: float | None = None,
+    ) -> urllib3.BaseHTTPResponse:
+        headers = {"Accept": JSON, "Content-Type": content_type}
+        request = self._api.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list(query),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        timeout = (self._connect_timeout, read_timeout or self._read_timeout)
+        try:
+            response: urllib3.BaseHTTPResponse = self._api.call_api(
+                *request, _request_timeout=timeout
+            ).response
+        except (urllib3.exceptions.HTTPError, OSError) as error:  # refused, reset, timed out
+            raise Unavailable(f"{method} {path}: {error}") from error
+        except ApiException as error:  # how the client reports a failed TLS handshake
+            raise Unavailable(f"{method} {path}: {error.reason}") from error
+        if not 200 <= response.status < 300:
+            try:
+                data = response.data
+            except (urllib3.exceptions.HTTPError, OSError):
+                data = b""
+            raise _error(response.status, data, f"{method} {path}")
+        return response
+
+
+def load_kube(
+    kubeconfig: str | None = None, *, connect_timeout: float = 5.0, read_timeout: float = 30.0
+) -> ClientKube:
+    """In-cluster config without ``kubeconfig``, else that file; both time out rather than hang."""
+    configuration = Configuration()
+    if kubeconfig is None:
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    else:
+        config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, client_configuration=configuration, persist_config=False
+        )
+    # One retry covers a pooled keep-alive connection the server had closed; more would multiply
+    # the timeout when the server is down, and the services back off and retry themselves.
+    configuration.retries = 1
+    # TCP keepalive probes, as client-go sends: a long watch notices a vanished server.
+    configuration.keep_alive = True
+    return ClientKube(ApiClient(configuration), connect_timeout=connect_timeout, read_timeout=read_timeout)
+
+
+def _path(
+    resource: Resource,
+    namespace: str | None,
+    name: str | None = None,
+    subresource: str | None = None,
+    *,
+    required: bool = True,
+) -> str:
+    # The same scope rules as the in-memory server, checked before anything goes out.
+    if resource.namespaced and required and not namespace:
+        raise Invalid(f"{resource.plural} are namespaced: a namespace is required")
+    if not resource.namespaced and namespace:
+        raise Invalid(f"{resource.plural} are cluster-scoped: no namespace may be given")
+    parts = ["apis", resource.group, resource.version] if resource.group else ["api", resource.version]
+    if namespace:
+        parts += ["namespaces", namespace]
+    parts += [resource.plural, *(p for p in (name, subresource) if p is not None)]
+    return "/" + "/".join(quote(part, safe="") for part in parts)
+
+
+def _error(status: int, data: bytes, what: str) -> KubeError:
+    try:
+        body = json.loads(data)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        body = {"message": data[:200].decode(errors="replace")}
+    reason, message = body.get("reason") or "", body.get("message") or ""
+    text = f"{what}: {status} {reason}: {message}"
+    if status == 404:
+        return NotFound(text)
+    if status == 409:
+        return AlreadyExists(text) if reason == "AlreadyExists" else Conflict(text)
+    if status in (400, 422):
+        return Invalid(text)
+    if status == 410:
+        return WatchExpired(text)
+    if status == 429 or status >= 500:
+        return Unavailable(text)
+    return KubeError(text)
+
+
+def _events(response: urllib3.BaseHTTPResponse, path: str) -> Iterator[WatchEvent]:
+    try:
+        for line in _lines(response):
+            try:
+                event = json.loads(line)
+            except ValueError as error:
+                raise Unavailable(f"WATCH {path}: a malformed event: {line[:200]!r}") from error
+            if event.get("type") == "ERROR":
+                status = event.get("object") or {}
+                raise _error(int(status.get("code") or 500), json.dumps(status).encode(), f"WATCH {path}")
+            if event.get("type") in _WATCH_TYPES:
+                yield WatchEvent(event["type"], event["object"])
+    except (urllib3.exceptions.HTTPError, OSError) as error:
+        raise Unavailable(f"WATCH {path}: {error}") from error
+    finally:
+        # Leaving early must not hand a half-read stream back to the pool.
+        response.close()
+        response.release_conn()
+
+
+def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    pending = b""
+    while True:
+        # read1 returns what has arrived, chunked or not, instead of waiting to fill a buffer.
+        data = response.read1(65536)
+        if not data:
+            break
+        *complete, pending = (pending + data).split(b"\n")
+        yield from (line for line in complete if line.strip())
+    if pending.strip():
+        yield pending

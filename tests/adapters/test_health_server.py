@@ -1,0 +1,53 @@
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from deckhouse_gpu.adapters.health_server import serve_health
+from deckhouse_gpu.services.health import HealthState
+
+
+def get(port: int, path: str) -> tuple[int, dict[str, object]]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+@pytest.fixture
+def served():
+    health = HealthState()
+    now = [0.0]
+    server = serve_health(health, ("127.0.0.1", 0), lambda: now[0], unhealthy_after=60)
+    yield health, now, server.server_address[1]
+    server.shutdown()
+
+
+def test_ready_only_after_a_successful_pass(served):
+    health, _, port = served
+    assert get(port, "/readyz")[0] == 503
+    health.record(True, None, 1.0)
+    status, body = get(port, "/readyz")
+    assert status == 200
+    assert body == {"synced": True, "lastSyncOK": True, "consecutiveFailures": 0}
+
+
+def test_failed_pass_is_unready_and_unhealthy_only_after_a_while(served):
+    health, now, port = served
+    health.record(True, None, 1.0)
+    health.record(False, "Unavailable: apiserver down", 2.0)
+    status, body = get(port, "/readyz")
+    assert status == 503
+    assert body["lastError"] == "Unavailable: apiserver down"
+    assert get(port, "/healthz")[0] == 200
+    now[0] = 100.0
+    assert get(port, "/healthz")[0] == 503
+    health.record(True, None, 101.0)
+    assert get(port, "/healthz")[0] == 200
+
+
+def test_unknown_path_is_404(served):
+    _, _, port = served
+    assert get(port, "/metrics")[0] == 404

@@ -1,0 +1,54 @@
+import pytest
+
+from deckhouse_gpu.adapters.sim.scenario import ScenarioError, builtin_names, load_scenario, parse_scenario
+
+
+def test_builtin_scenarios_load_and_cover_the_catalogue():
+    assert {"mixed-cluster", "single-a30"} <= set(builtin_names())
+    mixed = load_scenario("mixed-cluster")
+    models = {gpu.model for node in mixed.nodes for gpu in node.gpus}
+    assert models == {"a30", "a100-40gb", "a100-80gb", "h100-80gb", "l40s", "t4"}
+    assert any(node.machine == "vm" for node in mixed.nodes)
+    assert any(not node.gpus for node in mixed.nodes)
+    assert [step.kind for step in mixed.steps] == [
+        "removeGpu",
+        "addGpu",
+        "bindDriver",
+        "deleteObject",
+        "deleteNode",
+    ]
+
+
+def test_every_builtin_scenario_parses():
+    for name in builtin_names():
+        assert load_scenario(name).nodes, name
+
+
+def test_scenario_from_a_file(tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("nodes:\n  - name: n1\n    gpus: [{model: t4, address: '0000:01:00.0', driver: null}]\n")
+    scenario = load_scenario(str(path))
+    assert scenario.name == "mine"
+    assert scenario.nodes[0].gpus[0].driver is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[]", "a mapping with a 'nodes' list"),
+        ("nodes: [{}]", r"nodes\[0\]: needs a 'name'"),
+        ("nodes: [{name: a, machine: cloud}]", "machine must be one of"),
+        ("nodes: [{name: a, gpus: [{model: v100, address: '0000:01:00.0'}]}]", "unknown model 'v100'"),
+        ("nodes: [{name: a, gpus: [{model: t4, address: '1:0'}]}]", "not a PCI address"),
+        ("nodes: [{name: a}, {name: a}]", "unique"),
+        ("nodes: [{name: a}]\nsteps: [{title: x}]", "exactly one of"),
+    ],
+)
+def test_bad_scenarios_say_what_is_wrong(text, message):
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario("s", text)
+
+
+def test_unknown_scenario_lists_the_known_ones():
+    with pytest.raises(ScenarioError, match="mixed-cluster"):
+        load_scenario("nope")

@@ -1,0 +1,35 @@
+"""Shared fixtures: simulated hosts and a fixed clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+
+
+class FixedClock:
+    def __init__(self) -> None:
+        self.moment = datetime(2026, 11, 21, 12, 0, 0, tzinfo=UTC)
+        self.ticks = 0.0
+
+    def now(self) -> datetime:
+        return self.moment
+
+    def monotonic(self) -> float:
+        return self.ticks
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock()
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> HostBuilder:
+    """A bare-metal Ubuntu node with pci.ids and a few non-GPU functions, no GPUs yet."""
+    builder = HostBuilder(tmp_path / "host").standard_node()
+    builder.add_other_devices(12)
+    return builder

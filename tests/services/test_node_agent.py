@@ -1,0 +1,119 @@
+"""The agent's real loop in a thread against the in-memory API: event-driven, within a second."""
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from deckhouse_gpu.adapters.memory_kube import MemoryKube
+from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.ports.clock import SystemClock
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, Unavailable
+from deckhouse_gpu.services.deletion_watch import start_deletion_watch
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.inventory_sync import InventorySync, SyncReport
+from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop, Trigger
+
+# Long enough that no test passes because of a periodic rescan.
+SETTINGS = LoopSettings(
+    debounce_seconds=0.02, recheck_seconds=0.2, resync_seconds=3600, backoff_initial_seconds=0.05
+)
+
+
+def eventually(condition: Callable[[], bool], timeout: float = 1.0) -> float:
+    """Seconds until ``condition`` held; fails the test after ``timeout``."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if condition():
+            return time.monotonic() - started
+        time.sleep(0.005)
+    pytest.fail(f"condition not met within {timeout} s")
+
+
+class Agent:
+    def __init__(self, host: HostBuilder) -> None:
+        self.api = MemoryKube()
+        self.api.create(NODES, {"metadata": {"name": "w1"}})
+        clock = SystemClock()
+        sync = InventorySync(
+            self.api, SysfsHost(host.root), "w1", EventRecorder(self.api, "agent", "w1", clock)
+        )
+        self.health = HealthState()
+        self.loop = NodeAgentLoop(sync, self.health, clock, SETTINGS)
+        self.stop = threading.Event()
+
+    def start(self, watch: bool = False) -> None:
+        threading.Thread(target=self.loop.run, args=(self.stop,), daemon=True).start()
+        if watch:
+            start_deletion_watch(
+                self.api, PHYSICAL_GPUS, node_selector("w1"), self.loop.notify_deleted, self.stop
+            )
+
+    def names(self) -> set[str]:
+        return {obj["metadata"]["name"] for obj in self.api.list(PHYSICAL_GPUS).items}
+
+
+@pytest.fixture
+def agent(host: HostBuilder) -> Iterator[Agent]:
+    running = Agent(host)
+    yield running
+    running.stop.set()
+
+
+def test_startup_pass_then_hotplug_is_reflected_within_a_second(agent, host):
+    host.add_gpu("a30", "0000:17:00.0")
+    agent.start()
+    eventually(lambda: agent.names() == {"w1-0000-17-00-0"})
+    assert agent.health.snapshot().ok
+    host.add_gpu("l40s", "0000:ca:00.0")
+    agent.loop.notify_udev("add", "0000:ca:00.0")
+    assert eventually(lambda: "w1-0000-ca-00-0" in agent.names()) < 1.0
+    host.remove_device("0000:ca:00.0")
+    agent.loop.notify_udev("remove", "0000:ca:00.0")
+    assert eventually(lambda: "w1-0000-ca-00-0" not in agent.names()) < 1.0
+
+
+def test_card_gone_without_event_is_removed_after_a_recheck(agent, host):
+    host.add_gpu("a30", "0000:17:00.0")
+    agent.start()
+    eventually(lambda: agent.names() == {"w1-0000-17-00-0"})
+    host.remove_device("0000:17:00.0")
+    agent.loop.notify(Trigger("udev", "change of another device"))
+    eventually(lambda: agent.names() == set())
+
+
+def test_deleted_object_is_recreated_through_the_watch(agent, host):
+    host.add_gpu("a30", "0000:17:00.0")
+    agent.start(watch=True)
+    eventually(lambda: agent.names() == {"w1-0000-17-00-0"})
+    first_uid = agent.api.get(PHYSICAL_GPUS, "w1-0000-17-00-0")["metadata"]["uid"]
+    agent.api.delete(PHYSICAL_GPUS, "w1-0000-17-00-0")
+    eventually(lambda: agent.names() == {"w1-0000-17-00-0"})
+    assert agent.api.get(PHYSICAL_GPUS, "w1-0000-17-00-0")["metadata"]["uid"] != first_uid
+
+
+def test_api_failures_are_retried_with_backoff_and_health_follows(agent, host):
+    host.add_gpu("a30", "0000:17:00.0")
+    agent.api.fail_next("list", Unavailable("apiserver down"), times=3)
+    agent.start()
+    eventually(lambda: agent.health.snapshot().consecutive_failures >= 1)
+    snapshot = agent.health.snapshot()
+    assert not snapshot.ok
+    assert snapshot.last_error is not None
+    assert "apiserver down" in snapshot.last_error
+    eventually(lambda: agent.health.snapshot().ok, timeout=2.0)  # not via list: that would eat a failure
+    assert agent.names() == {"w1-0000-17-00-0"}
+    assert agent.api.calls["list"] >= 4
+
+
+def test_backoff_grows_and_is_capped(agent):
+    settings = LoopSettings(backoff_initial_seconds=1, backoff_max_seconds=5)
+    loop = NodeAgentLoop(agent.loop.sync, HealthState(), SystemClock(), settings)
+    delays = [loop._next_delay(SyncReport(ok=False)) for _ in range(5)]
+    assert delays == [1, 2, 4, 5, 5]
+    assert loop._next_delay(SyncReport(ok=True)) == LoopSettings().resync_seconds
+    assert loop._next_delay(SyncReport(ok=True, suspected_gone={"x": 1})) == LoopSettings().recheck_seconds
