@@ -6,7 +6,6 @@ GPU audio and NVSwitch functions), as on an HGX node.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -20,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.fake_apiserver import FakeApiServer
+from tests.support.kubeconfig import write_kubeconfig
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
@@ -93,20 +93,6 @@ def bench_passes(host: HostBuilder, workdir: Path) -> None:
         bench_pass(
             "kubernetes client over local HTTP", load_kube(write_kubeconfig(workdir, server.url)), host
         )
-
-
-def write_kubeconfig(workdir: Path, url: str) -> str:
-    path = workdir / "kubeconfig"
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "fake", "cluster": {"server": url}}],
-        "users": [{"name": "bench", "user": {"token": "bench"}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "bench"}}],
-        "current-context": "fake",
-    }
-    path.write_text(json.dumps(config))
-    return str(path)
 
 
 def free_port() -> int:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 import socket
 import time
 import uuid
@@ -17,6 +16,7 @@ from deckhouse_gpu.ports.kube import (
     PHYSICAL_GPUS,
     AlreadyExists,
     Conflict,
+    Forbidden,
     Invalid,
     KubeAPI,
     KubeError,
@@ -25,6 +25,7 @@ from deckhouse_gpu.ports.kube import (
     Unavailable,
     WatchExpired,
 )
+from tests.support import kubeconfig as support_kubeconfig
 from tests.support.fake_apiserver import FakeApiServer, RecordedRequest
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", namespaced=True)
@@ -34,17 +35,7 @@ TOKEN = "secret-token"
 
 
 def write_kubeconfig(directory, server_url: str) -> str:
-    path = directory / "kubeconfig"
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "fake", "cluster": {"server": server_url}}],
-        "users": [{"name": "tester", "user": {"token": TOKEN}}],
-        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "tester"}}],
-        "current-context": "fake",
-    }
-    path.write_text(json.dumps(config))
-    return str(path)
+    return support_kubeconfig.write_kubeconfig(directory, server_url, TOKEN)
 
 
 @pytest.fixture
@@ -285,6 +276,8 @@ def test_watch_rejects_a_bad_selector_at_once(kube):
     ("code", "reason", "error"),
     [
         (400, "BadRequest", Invalid),
+        (401, "Unauthorized", Forbidden),
+        (403, "Forbidden", Forbidden),
         (404, "NotFound", NotFound),
         (409, "AlreadyExists", AlreadyExists),
         (409, "Conflict", Conflict),
@@ -304,8 +297,27 @@ def test_status_codes_map_to_typed_errors(kube, server, code, reason, error):
     assert len(server.requests) == 1  # no silent retries
 
 
+@pytest.mark.parametrize(("code", "reason"), [(401, "Unauthorized"), (403, "Forbidden")])
+def test_missing_credentials_or_rbac_are_forbidden_on_every_verb(kube, server, code, reason):
+    server.kube.create(NODES, {"metadata": {"name": "node-a"}})
+    calls = [
+        lambda: kube.list(NODES),
+        lambda: kube.create(NODES, {"metadata": {"name": "node-b"}}),
+        lambda: kube.patch(NODES, "node-a", {"metadata": {"labels": {"a": "b"}}}),
+        lambda: kube.delete(NODES, "node-a"),
+        # A refused watch fails at the call, before any event is read.
+        lambda: kube.watch(NODES, server.kube.resource_version, timeout_seconds=5),
+    ]
+    server.fail_next(code, reason, times=len(calls), message="nodes is forbidden")
+    for call in calls:
+        with pytest.raises(Forbidden, match=f"{code} {reason}: nodes is forbidden"):
+            call()
+    assert len(server.requests) == len(calls)  # refused once each, never retried
+    assert server.kube.get(NODES, "node-a")["metadata"]["name"] == "node-a"
+
+
 def test_other_statuses_are_plain_kube_errors(kube, server):
-    server.fail_next(403, "Forbidden")
+    server.fail_next(405, "MethodNotAllowed")
     with pytest.raises(KubeError) as caught:
         kube.patch(NODES, "node-a", {"metadata": {}})
     assert type(caught.value) is KubeError

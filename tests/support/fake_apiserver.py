@@ -16,36 +16,35 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.domain.label_selector import parse_selector
 from deckhouse_gpu.ports.kube import (
     EVENTS,
     NODES,
     PHYSICAL_GPUS,
-    AlreadyExists,
-    Conflict,
-    Invalid,
     KubeError,
-    NotFound,
     Resource,
-    Unavailable,
     WatchEvent,
     WatchExpired,
 )
-
-MERGE_PATCH = "application/merge-patch+json"
-_ERRORS: tuple[tuple[type[KubeError], int, str], ...] = (
-    (NotFound, 404, "NotFound"),
-    (AlreadyExists, 409, "AlreadyExists"),
-    (Conflict, 409, "Conflict"),
-    (Invalid, 422, "Invalid"),
-    (WatchExpired, 410, "Expired"),
-    (Unavailable, 503, "ServiceUnavailable"),
-    (KubeError, 500, "InternalError"),
+from tests.support.fake_apiserver_routes import (
+    NOT_FOUND,
+    HttpError,
+    Route,
+    decode_body,
+    error_status,
+    event_line,
+    label_selector,
+    list_body,
+    merge_patch,
+    precondition_uid,
+    route,
+    status,
+    watch_params,
+    with_namespace,
 )
 
 
@@ -57,33 +56,6 @@ class RecordedRequest:
     content_type: str | None
     body: Any  # the decoded JSON, the raw text when it was not JSON, None when empty
     authorization: str | None = None
-
-
-@dataclass(frozen=True)
-class _Route:
-    resource: Resource
-    namespace: str | None
-    name: str | None
-    subresource: str | None
-
-
-class HttpError(Exception):
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.code, self.reason = code, reason
-
-
-def status(code: int, reason: str, message: str) -> dict[str, Any]:
-    """A Kubernetes ``Status`` object, the body of every error response."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success" if code < 400 else "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
 
 
 class FakeApiServer:
@@ -144,30 +116,8 @@ class FakeApiServer:
             self._requests.append(request)
             return self._injected.popleft() if self._injected else None
 
-    def route(self, path: str) -> _Route:
-        parts = [unquote(part) for part in path.strip("/").split("/")]
-        if parts[:2] == ["api", "v1"]:
-            group, version, rest = "", "v1", parts[2:]
-        elif parts[0] == "apis" and len(parts) >= 3:
-            group, version, rest = parts[1], parts[2], parts[3:]
-        else:
-            raise _NOT_FOUND
-        namespace = None
-        if len(rest) >= 3 and rest[0] == "namespaces":
-            namespace, rest = rest[1], rest[2:]
-        resource = self.resources.get((group, version, rest[0] if rest else ""))
-        if resource is None or not 1 <= len(rest) <= 3:
-            raise _NOT_FOUND
-        name = rest[1] if len(rest) > 1 else None
-        # A namespaced kind is listed across namespaces at its cluster path, nothing more.
-        if (namespace is not None and not resource.namespaced) or (
-            namespace is None and resource.namespaced and name is not None
-        ):
-            raise _NOT_FOUND
-        return _Route(resource, namespace, name, rest[2] if len(rest) > 2 else None)
-
-
-_NOT_FOUND = HttpError(404, "NotFound", "the server could not find the requested resource")
+    def route(self, path: str) -> Route:
+        return route(path, self.resources)
 
 
 class _Server(ThreadingHTTPServer):
@@ -207,11 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
         query = {key: values[-1] for key, values in parse_qs(url.query, keep_blank_values=True).items()}
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length).decode() if length else ""
-        try:
-            body: Any = json.loads(raw) if raw else None
-            parsed = True
-        except ValueError:
-            body, parsed = raw, False
+        body, parsed = decode_body(raw)
         content_type, authorization = self.headers.get("Content-Type"), self.headers.get("Authorization")
         recorded = RecordedRequest(method, url.path, query, content_type, body, authorization)
         injected = self.fake.record(recorded)
@@ -224,61 +170,38 @@ class _Handler(BaseHTTPRequestHandler):
         except HttpError as error:
             self._send(error.code, status(error.code, error.reason, str(error)))
         except KubeError as error:
-            code, reason = next((c, r) for kind, c, r in _ERRORS if isinstance(error, kind))
+            code, reason = error_status(error)
             self._send(code, status(code, reason, str(error)))
 
     def _dispatch(
-        self, method: str, route: _Route, query: dict[str, str], body: Any, content_type: str | None
+        self, method: str, route: Route, query: dict[str, str], body: Any, content_type: str | None
     ) -> None:
         kube, resource, namespace, name = self.fake.kube, route.resource, route.namespace, route.name
         if route.subresource not in (None, "status") or (route.subresource and not resource.has_status):
-            raise _NOT_FOUND
+            raise NOT_FOUND
         if name is None and method == "GET" and query.get("watch") in ("true", "1"):
             self._watch(route, query)
         elif name is None and method == "GET":
-            listed = kube.list(resource, _selector(query), namespace)
-            # The real server leaves apiVersion and kind out of the items of built-in lists.
-            items = [_strip_type(item) for item in listed.items] if not resource.group else listed.items
-            meta = {"resourceVersion": listed.resource_version}
-            self._send(
-                200,
-                {
-                    "apiVersion": resource.api_version,
-                    "kind": f"{resource.kind}List",
-                    "metadata": meta,
-                    "items": items,
-                },
-            )
+            self._send(200, list_body(resource, kube.list(resource, label_selector(query), namespace)))
         elif name is None and method == "POST":
-            self._send(201, kube.create(resource, _with_namespace(body, namespace)))
+            self._send(201, kube.create(resource, with_namespace(body, namespace)))
         elif name is not None and method == "GET":
             self._send(200, kube.get(resource, name, namespace))
         elif name is not None and method == "PATCH":
-            media = (content_type or "").split(";")[0].strip()
-            if media != MERGE_PATCH:
-                raise HttpError(
-                    415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {media}"
-                )
-            if not isinstance(body, dict):
-                raise HttpError(400, "BadRequest", "a merge patch must be a JSON object")
-            self._send(200, kube.patch(resource, name, body, route.subresource, namespace))
+            patch = merge_patch(content_type, body)
+            self._send(200, kube.patch(resource, name, patch, route.subresource, namespace))
         elif name is not None and method == "DELETE" and route.subresource is None:
-            options = body if isinstance(body, dict) else {}
-            uid = (options.get("preconditions") or {}).get("uid")
-            kube.delete(resource, name, namespace, uid=uid)
+            kube.delete(resource, name, namespace, uid=precondition_uid(body))
             self._send(200, status(200, "", "") | {"details": {"name": name, "kind": resource.plural}})
         else:
             raise HttpError(405, "MethodNotAllowed", f"{method} is not supported here")
 
-    def _watch(self, route: _Route, query: dict[str, str]) -> None:
-        version = query.get("resourceVersion", "")
-        timeout = query.get("timeoutSeconds", "300")
-        if not (version == "" or version.isdigit()) or not timeout.isdigit():
-            raise HttpError(400, "BadRequest", "invalid resourceVersion or timeoutSeconds")
-        selector, expired = _selector(query), None
+    def _watch(self, route: Route, query: dict[str, str]) -> None:
+        version, timeout = watch_params(query)
+        selector, expired = label_selector(query), None
         stream: Iterator[WatchEvent] = iter(())
         try:
-            stream = self.fake.kube.watch(route.resource, version, selector, route.namespace, int(timeout))
+            stream = self.fake.kube.watch(route.resource, version, selector, route.namespace, timeout)
         except WatchExpired as error:
             # Like the real server: a watch from a too old version still answers 200, then says
             # so in an ERROR event.
@@ -296,12 +219,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if expired is not None:
                     raise expired
                 for event in stream:
-                    self._chunk(json.dumps({"type": event.type, "object": event.object}).encode() + b"\n")
+                    self._chunk(event_line(event.type, event.object))
             except WatchExpired as error:
-                self._chunk(
-                    json.dumps({"type": "ERROR", "object": status(410, "Expired", str(error))}).encode()
-                    + b"\n"
-                )
+                self._chunk(event_line("ERROR", status(410, "Expired", str(error))))
             self._chunk(b"")
         except (BrokenPipeError, ConnectionResetError):  # the client went away
             self.close_connection = True
@@ -320,28 +240,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-
-
-def _selector(query: dict[str, str]) -> str | None:
-    text = query.get("labelSelector")
-    try:
-        parse_selector(text)
-    except ValueError as error:
-        raise HttpError(400, "BadRequest", f"unable to parse requirement: {error}") from error
-    return text
-
-
-def _with_namespace(body: Any, namespace: str | None) -> Any:
-    if not isinstance(body, dict):
-        raise HttpError(400, "BadRequest", "the object must be a JSON object")
-    meta = body.setdefault("metadata", {})
-    if namespace is not None and meta.setdefault("namespace", namespace) != namespace:
-        raise HttpError(400, "BadRequest", "the namespace of the object does not match the request")
-    return body
-
-
-def _strip_type(item: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in item.items() if key not in ("apiVersion", "kind")}
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 from deckhouse_gpu.ports.kube import (
     AlreadyExists,
     Conflict,
+    Forbidden,
     Invalid,
     KubeError,
     NotFound,
@@ -217,6 +218,8 @@ def _error(status: int, data: bytes, what: str) -> KubeError:
         body = {"message": data[:200].decode(errors="replace")}
     reason, message = body.get("reason") or "", body.get("message") or ""
     text = f"{what}: {status} {reason}: {message}"
+    if status in (401, 403):
+        return Forbidden(text)
     if status == 404:
         return NotFound(text)
     if status == 409:

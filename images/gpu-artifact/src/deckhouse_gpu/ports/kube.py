@@ -55,6 +55,10 @@ class Invalid(KubeError):
     """The API server rejected the object (422) or the request (400)."""
 
 
+class Forbidden(KubeError):
+    """The credentials are missing or lack RBAC permission: retrying will not help until RBAC changes."""
+
+
 class Unavailable(KubeError):
     """Transient: connection refused, timeout, 5xx, 429. Retry with backoff."""
 
@@ -113,7 +117,13 @@ class KubeAPI(Protocol):
         namespace: str | None = None,
         timeout_seconds: int = 300,
     ) -> Iterator[WatchEvent]:
-        """Events after ``resource_version`` until the timeout; raises WatchExpired when too old."""
+        """Events after ``resource_version`` until the server ends the stream at the timeout.
+
+        A too old ``resource_version`` raises ``WatchExpired``, either at this call or while the
+        events are iterated (the real server answers 200, then sends an ERROR event; the
+        in-memory store fails at the first ``next()``), so callers must catch it around the
+        loop, not just around the call.
+        """
         ...
 
 

@@ -1,0 +1,114 @@
+"""The real gpu-node-agent process: kubernetes client, HTTP watch, health endpoint, SIGTERM."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
+from tests.support.fake_apiserver import FakeApiServer
+from tests.support.kubeconfig import write_kubeconfig
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.02)
+    pytest.fail(f"condition not met within {timeout} s")
+
+
+def readyz(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except OSError:
+        return 0
+
+
+@pytest.fixture
+def server() -> Iterator[FakeApiServer]:
+    with FakeApiServer() as fake:
+        fake.kube.create(NODES, {"metadata": {"name": "w1"}})
+        yield fake
+
+
+def start_agent(host: HostBuilder, server: FakeApiServer, tmp_path: Path, port: int) -> subprocess.Popen[str]:
+    argv = [
+        sys.executable, "-m", "deckhouse_gpu.cmd.node_agent",
+        "--node-name", "w1",
+        "--host-root", str(host.root),
+        "--kubeconfig", write_kubeconfig(tmp_path, server.url),
+        "--health-address", f"127.0.0.1:{port}",
+    ]  # fmt: skip
+    return subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env={**os.environ, "LOG_LEVEL": "info"})
+
+
+def test_agent_process_inventories_recreates_and_stops_cleanly(host, server, tmp_path):
+    host.add_gpu("a30", "0000:17:00.0")
+    host.add_gpu("a30", "0000:31:00.0")
+    port = free_port()
+    agent = start_agent(host, server, tmp_path, port)
+    try:
+        wait_for(lambda: readyz(port) == 200)
+        names = {o["metadata"]["name"] for o in server.kube.list(PHYSICAL_GPUS).items}
+        assert names == {"w1-0000-17-00-0", "w1-0000-31-00-0"}
+        node_uid = server.kube.get(NODES, "w1")["metadata"]["uid"]
+        stored = server.kube.get(PHYSICAL_GPUS, "w1-0000-17-00-0")
+        assert stored["metadata"]["ownerReferences"][0]["uid"] == node_uid
+        assert stored["status"]["pciInfo"]["device"]["name"] == "GA100GL [A30 PCIe]"
+        patches = [r for r in server.requests if r.method == "PATCH"]
+        assert patches
+        assert all(r.content_type == "application/merge-patch+json" for r in patches)
+
+        old_uid = stored["metadata"]["uid"]
+        server.kube.delete(PHYSICAL_GPUS, "w1-0000-17-00-0")  # the HTTP watch must bring it back
+        wait_for(lambda: _uid(server, "w1-0000-17-00-0") not in (None, old_uid))
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        _, stderr = agent.communicate(timeout=10)
+    assert agent.returncode == 0
+    logs = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    messages = [entry["msg"] for entry in logs]
+    assert "started" in messages
+    assert messages[-1] == "stopped"
+    assert all(entry["component"] == "gpu-node-agent" for entry in logs)
+
+
+def test_agent_is_unready_while_the_api_fails(host, server, tmp_path):
+    host.add_gpu("a30", "0000:17:00.0")
+    server.fail_next(503, "ServiceUnavailable", times=1000)
+    port = free_port()
+    agent = start_agent(host, server, tmp_path, port)
+    try:
+        wait_for(lambda: readyz(port) == 503)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
+            assert response.status == 200  # failing for seconds, not minutes: no restart yet
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        agent.communicate(timeout=10)
+    assert agent.returncode == 0
+
+
+def _uid(server: FakeApiServer, name: str) -> str | None:
+    items = [o for o in server.kube.list(PHYSICAL_GPUS).items if o["metadata"]["name"] == name]
+    return items[0]["metadata"]["uid"] if items else None
