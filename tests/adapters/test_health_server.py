@@ -48,6 +48,25 @@ def test_failed_pass_is_unready_and_unhealthy_only_after_a_while(served):
     assert get(port, "/healthz")[0] == 200
 
 
+def test_healthz_counts_from_the_first_failure_not_from_start(served):
+    health, now, port = served
+    now[0] = 1000.0
+    health.record(True, None, 990.0)
+    health.record(False, "boom", 995.0)
+    health.record(False, "boom", 999.0)
+    assert get(port, "/healthz")[0] == 200  # failing for 5 s, although started 1000 s ago
+    now[0] = 1056.0
+    assert get(port, "/healthz")[0] == 503  # 61 s since the first failure of this run
+    assert get(port, "/readyz")[1]["consecutiveFailures"] == 2
+
+
+def test_never_synced_turns_unhealthy_after_the_grace(served):
+    _, now, port = served
+    assert get(port, "/healthz")[0] == 200
+    now[0] = 61.0
+    assert get(port, "/healthz")[0] == 503
+
+
 def test_unknown_path_is_404(served):
     _, _, port = served
     assert get(port, "/metrics")[0] == 404

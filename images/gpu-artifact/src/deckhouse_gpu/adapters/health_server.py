@@ -33,16 +33,17 @@ def serve_health(
             }
             if snapshot.last_error:
                 body["lastError"] = snapshot.last_error
-            if self.path == "/readyz":
-                healthy = snapshot.ok
-            elif self.path == "/healthz":
-                last = snapshot.last_sync_monotonic if snapshot.ok else None
-                reference = last if last is not None else started
-                healthy = snapshot.ok or monotonic() - reference < unhealthy_after
+            if self.path not in ("/readyz", "/healthz"):
+                body = {"error": f"unknown path {self.path}; use /healthz or /readyz"}
+                code = 404
+            elif self.path == "/readyz":
+                code = 200 if snapshot.ok else 503
             else:
-                body, healthy = {"error": f"unknown path {self.path}; use /healthz or /readyz"}, False
+                # Unhealthy only after failing for a long time (or never succeeding since start).
+                since = snapshot.failing_since if snapshot.failing_since is not None else started
+                failing = not snapshot.ok and monotonic() - since >= unhealthy_after
+                code = 503 if failing else 200
             payload = json.dumps(body).encode()
-            code = 404 if "error" in body else 200 if healthy else 503
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

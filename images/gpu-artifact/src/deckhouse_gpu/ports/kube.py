@@ -127,15 +127,11 @@ class KubeAPI(Protocol):
         ...
 
 
-def physical_gpus() -> Resource:
-    return Resource(
-        physicalgpu.GROUP,
-        physicalgpu.VERSION,
-        physicalgpu.PLURAL,
-        physicalgpu.KIND,
-        namespaced=False,
-        has_status=True,
-    )
-
-
-PHYSICAL_GPUS = physical_gpus()
+PHYSICAL_GPUS = Resource(
+    physicalgpu.GROUP,
+    physicalgpu.VERSION,
+    physicalgpu.PLURAL,
+    physicalgpu.KIND,
+    namespaced=False,
+    has_status=True,
+)

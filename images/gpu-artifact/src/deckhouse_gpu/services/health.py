@@ -1,4 +1,4 @@
-"""What the health endpoint reports: whether the last inventory pass succeeded, and when."""
+"""What the health endpoints report: whether the last inventory pass succeeded, and since when not."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ class HealthSnapshot:
     last_error: str | None
     last_sync_monotonic: float | None
     consecutive_failures: int
+    failing_since: float | None = None  # when the current run of failed passes began
 
 
 class HealthState:
@@ -22,8 +23,14 @@ class HealthState:
 
     def record(self, ok: bool, error: str | None, at: float) -> None:
         with self._lock:
-            failures = 0 if ok else self._snapshot.consecutive_failures + 1
-            self._snapshot = HealthSnapshot(True, ok, None if ok else error, at, failures)
+            previous = self._snapshot
+            if ok:
+                self._snapshot = HealthSnapshot(True, True, None, at, 0)
+            else:
+                since = previous.failing_since if previous.failing_since is not None else at
+                self._snapshot = HealthSnapshot(
+                    True, False, error, at, previous.consecutive_failures + 1, since
+                )
 
     def snapshot(self) -> HealthSnapshot:
         with self._lock:

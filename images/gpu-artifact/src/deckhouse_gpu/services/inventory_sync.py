@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from deckhouse_gpu.domain.host_facts import node_info
@@ -102,9 +103,9 @@ class InventorySync:
         self._absences = dict(plan.suspected_gone)
         report.suspected_gone = plan.suspected_gone
         for gpu in plan.create:
-            self._guarded(report, gpu.name, lambda gpu=gpu: self._create(gpu, owner, report))
+            self._guarded(report, gpu.name, partial(self._create, gpu, owner, report))
         for gpu, obj in plan.update:
-            self._guarded(report, gpu.name, lambda gpu=gpu, obj=obj: self._update(gpu, obj, owner, report))
+            self._guarded(report, gpu.name, partial(self._update, gpu, obj, owner, report))
         for removal in plan.delete:
             if self.writer.delete(removal.name, removal.uid):
                 report.deleted.append(removal.name)
@@ -117,7 +118,7 @@ class InventorySync:
                 message = f"GPU {removal.address or '?'} left node {self.node_name}: {removal.reason}"
                 self.events.record(gone, "Normal", "PhysicalGPUDeleted", message)
 
-    def _guarded(self, report: SyncReport, name: str, action: Any) -> None:
+    def _guarded(self, report: SyncReport, name: str, action: Callable[[], None]) -> None:
         """One card's API failure never stops the others; the pass is retried as a whole."""
         try:
             action()
