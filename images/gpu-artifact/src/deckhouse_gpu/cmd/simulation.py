@@ -50,11 +50,13 @@ class SimulatedCluster:
         self.nodes: dict[str, SimulatedNode] = {}
 
     def start(self) -> None:
+        """Builds every host first, then starts the agents together, as a booting cluster would."""
+        hosts = {spec.name: self._build_host(spec) for spec in self.scenario.nodes}
         for spec in self.scenario.nodes:
-            self.nodes[spec.name] = self._start_node(spec)
+            self.nodes[spec.name] = self._start_agent(spec, hosts[spec.name])
         self.settle()
 
-    def _start_node(self, spec: SimNode) -> SimulatedNode:
+    def _build_host(self, spec: SimNode) -> HostBuilder:
         self.api.create(
             NODES, {"metadata": {"name": spec.name, "labels": {"kubernetes.io/hostname": spec.name}}}
         )
@@ -65,6 +67,9 @@ class SimulatedCluster:
         builder.add_other_devices(spec.other_devices)
         for gpu in spec.gpus:
             builder.add_gpu(gpu.model, gpu.address, gpu.driver)
+        return builder
+
+    def _start_agent(self, spec: SimNode, builder: HostBuilder) -> SimulatedNode:
         events = EventRecorder(self.api, "gpu-node-agent", spec.name, self.clock)
         sync = InventorySync(self.api, SysfsHost(builder.root), spec.name, events)
         health = HealthState()
