@@ -16,7 +16,8 @@ from deckhouse_gpu.services.deletion_watch import start_deletion_watch
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync, SyncReport
-from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop, Trigger
+from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.trigger_loop import Trigger
 
 # Long enough that no test passes because of a periodic rescan.
 SETTINGS = LoopSettings(
@@ -110,10 +111,7 @@ def test_api_failures_are_retried_with_backoff_and_health_follows(agent, host):
     assert agent.api.calls["list"] >= 4
 
 
-def test_backoff_grows_and_is_capped(agent):
-    settings = LoopSettings(backoff_initial_seconds=1, backoff_max_seconds=5)
-    loop = NodeAgentLoop(agent.loop.sync, HealthState(), SystemClock(), settings)
-    delays = [loop._next_delay(SyncReport(ok=False)) for _ in range(5)]
-    assert delays == [1, 2, 4, 5, 5]
-    assert loop._next_delay(SyncReport(ok=True)) == LoopSettings().resync_seconds
-    assert loop._next_delay(SyncReport(ok=True, suspected_gone={"x": 1})) == LoopSettings().recheck_seconds
+def test_next_pass_rechecks_soon_only_while_a_card_is_suspected_gone(agent):
+    loop = NodeAgentLoop(agent.loop.sync, HealthState(), SystemClock(), LoopSettings())
+    assert loop._delay_after(SyncReport(ok=True)) == LoopSettings().resync_seconds
+    assert loop._delay_after(SyncReport(ok=True, suspected_gone={"x": 1})) == LoopSettings().recheck_seconds

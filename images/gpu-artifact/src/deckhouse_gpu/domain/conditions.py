@@ -56,4 +56,3 @@ def set_condition(
     if previous is None:
         result.append(updated)
     return result
-

@@ -157,6 +157,7 @@ class Condition:
 @dataclass(frozen=True)
 class NvidiaMigState:
     mode: MigMode
+    pending_mode: MigMode | None = None  # set only while a mode change waits for a GPU reset
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,194 @@
+"""gpu-handler's capabilities pass: NVML snapshot per card into the card's PhysicalGPU.
+
+One card's failure never blocks another: every card is gated, queried and written on its own.
+A failing card keeps its last condition through the grace period and is retried with backoff
+(its own, independent of other cards and of heartbeats).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from deckhouse_gpu.domain import hardware_health as health
+from deckhouse_gpu.domain.handler_status import HandlerUpdate, health_changed, status_patch
+from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.domain.nvidia_status import nvidia_view
+from deckhouse_gpu.ports.clock import Clock, rfc3339
+from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError, NotFound, Object
+from deckhouse_gpu.ports.nvml import (
+    NVML,
+    DriverInfo,
+    NVMLDeviceNotFound,
+    NVMLError,
+    NVMLUnavailable,
+)
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.status_writer import patch_status
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CapabilitiesReport:
+    ok: bool = True
+    healthy: list[str] = field(default_factory=list)
+    gated: dict[str, str] = field(default_factory=dict)  # name -> reason
+    failing: dict[str, str] = field(default_factory=dict)  # name -> reason
+    written: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # API errors
+    retry_in: float | None = None  # the soonest per-card retry
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Assessment:
+    update: HandlerUpdate
+    gated: bool = False
+    failure: tuple[str, str] | None = None  # reason, message: the grace period decides what to write
+
+
+def assess(
+    status: dict[str, Any], driver: DriverInfo | None, driver_error: NVMLError | None, nvml: NVML
+) -> Assessment:
+    """What one card's status should say now, from its gates and one NVML snapshot."""
+    verdict = health.gate(status)
+    if verdict is not None:
+        return Assessment(HandlerUpdate(verdict=verdict, clear_nvidia=True), gated=True)
+    address = str(status["pciInfo"]["address"])
+    try:
+        if driver is None:
+            raise driver_error or NVMLUnavailable("NVML is not initialised")
+        snapshot = nvml.snapshot(address)
+    except NVMLUnavailable as error:
+        return Assessment(HandlerUpdate(), failure=(health.REASON_NVML_UNAVAILABLE, str(error)))
+    except NVMLDeviceNotFound as error:
+        return Assessment(
+            HandlerUpdate(), failure=(health.REASON_QUERY_FAILED, f"NVML does not see the card: {error}")
+        )
+    except NVMLError as error:
+        return Assessment(HandlerUpdate(), failure=(health.REASON_QUERY_FAILED, str(error)))
+    view = nvidia_view(snapshot, driver)
+    return Assessment(HandlerUpdate(health.healthy(), view.capabilities, view.current_state))
+
+
+def driver_info(nvml: NVML) -> tuple[DriverInfo | None, NVMLError | None]:
+    try:
+        return nvml.driver(), None
+    except NVMLError as error:
+        return None, error
+
+
+class CapabilitiesPass:
+    def __init__(
+        self,
+        api: KubeAPI,
+        nvml: NVML,
+        node_name: str,
+        events: EventRecorder,
+        clock: Clock,
+        settings: health.HealthSettings,
+    ) -> None:
+        self.api = api
+        self.nvml = nvml
+        self.node_name = node_name
+        self.events = events
+        self.clock = clock
+        self.settings = settings
+        self._tracks: dict[str, health.FailureTrack] = {}
+        self._retry_at: dict[str, float] = {}
+        # Our own recent writes, so the watch events they cause do not trigger another pass.
+        self.written_versions: deque[str] = deque(maxlen=256)
+
+    def run(self) -> CapabilitiesReport:
+        started = time.perf_counter()
+        report = CapabilitiesReport()
+        try:
+            cards = self.api.list(PHYSICAL_GPUS, label_selector=node_selector(self.node_name)).items
+        except KubeError as error:
+            report.ok = False
+            report.failures.append(f"list: {error}")
+            return report
+        driver, driver_error = driver_info(self.nvml)
+        for card in sorted(cards, key=lambda c: str(c["metadata"]["name"])):
+            try:
+                self._card(card, driver, driver_error, report)
+            except NotFound:
+                self._forget(str(card["metadata"]["name"]))  # deleted meanwhile: nothing to do
+            except KubeError as error:
+                report.ok = False
+                report.failures.append(f"{card['metadata']['name']}: {type(error).__name__}: {error}")
+        live = {str(card["metadata"]["name"]) for card in cards}
+        for name in set(self._tracks) - live:
+            self._forget(name)
+        if self._retry_at:
+            report.retry_in = max(min(self._retry_at.values()) - self.clock.monotonic(), 0.0)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _card(
+        self,
+        card: Object,
+        driver: DriverInfo | None,
+        driver_error: NVMLError | None,
+        report: CapabilitiesReport,
+    ) -> None:
+        name = str(card["metadata"]["name"])
+        status = card.get("status") or {}
+        if (
+            health.gate(status) is None
+            and name in self._retry_at
+            and self.clock.monotonic() < self._retry_at[name]
+        ):
+            report.failing[name] = "waiting for retry"
+            return
+        result = assess(status, driver, driver_error, self.nvml)
+        if result.failure is not None:
+            self._failed(card, *result.failure, report)
+            return
+        self._forget(name)
+        if result.gated:
+            report.gated[name] = result.update.verdict.reason if result.update.verdict else ""
+        else:
+            report.healthy.append(name)
+        self._write(card, result.update, report)
+
+    def _failed(self, card: Object, reason: str, message: str, report: CapabilitiesReport) -> None:
+        name = str(card["metadata"]["name"])
+        now = self.clock.monotonic()
+        track, verdict, delay = health.on_failure(self._tracks.get(name), now, reason, message, self.settings)
+        self._tracks[name] = track
+        self._retry_at[name] = now + delay
+        report.failing[name] = reason
+        log.warning(
+            "NVML snapshot failed",
+            extra={"physicalgpu": name, "reason": reason, "error": message, "failures": track.failures},
+        )
+        if verdict is not None:
+            self._write(card, HandlerUpdate(verdict=verdict), report)
+
+    def _forget(self, name: str) -> None:
+        self._tracks.pop(name, None)
+        self._retry_at.pop(name, None)
+
+    def _write(self, card: Object, update: HandlerUpdate, report: CapabilitiesReport) -> None:
+        now = rfc3339(self.clock.now())
+        before = card.get("status")
+        stored, patch = patch_status(
+            self.api, PHYSICAL_GPUS, card, lambda status: status_patch(status, update, now)
+        )
+        if not patch:
+            return
+        self.written_versions.append(str(stored["metadata"].get("resourceVersion")))
+        report.written.append(str(card["metadata"]["name"]))
+        old, new = health_changed(before, patch)
+        if old != new and update.verdict is not None:
+            self._announce(stored, update.verdict)
+
+    def _announce(self, card: dict[str, Any], verdict: health.Verdict) -> None:
+        kind = "Normal" if verdict.status.value == "True" else "Warning"
+        message = f"HardwareHealthy={verdict.status.value} ({verdict.reason}): {verdict.message}"
+        self.events.record(card, kind, f"HardwareHealthy{verdict.status.value}", message)

@@ -1,0 +1,67 @@
+"""Follows changes of a set of objects: list for a resourceVersion, watch from it, start over.
+
+The list that starts each round is also reported (as ``None``), because changes may have been
+missed while the watch was down; callers then re-check everything.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Resource, WatchEvent, WatchExpired
+
+log = logging.getLogger(__name__)
+
+
+def watch_objects(
+    api: KubeAPI,
+    resource: Resource,
+    label_selector: str | None,
+    on_change: Callable[[WatchEvent | None], None],
+    stop: threading.Event,
+    namespace: str | None = None,
+    timeout_seconds: int = 300,
+    retry_seconds: float = 5.0,
+) -> None:
+    """Runs until ``stop``; ``on_change(None)`` after every (re)list, the event otherwise."""
+    first = True
+    while not stop.is_set():
+        try:
+            version = api.list(resource, label_selector=label_selector, namespace=namespace).resource_version
+            if not first:
+                on_change(None)
+            first = False
+            while not stop.is_set():
+                events = api.watch(
+                    resource, version, label_selector, namespace, timeout_seconds=timeout_seconds
+                )
+                for event in events:
+                    version = str(event.object.get("metadata", {}).get("resourceVersion", version))
+                    on_change(event)
+                    if stop.is_set():
+                        return
+        except WatchExpired:
+            log.debug("watch expired; listing again", extra={"resource": resource.plural})
+        except KubeError as error:
+            log.warning("watch failed; retrying", extra={"resource": resource.plural, "error": str(error)})
+            stop.wait(retry_seconds)
+
+
+def start_watch(
+    api: KubeAPI,
+    resource: Resource,
+    label_selector: str | None,
+    on_change: Callable[[WatchEvent | None], None],
+    stop: threading.Event,
+    namespace: str | None = None,
+) -> threading.Thread:
+    thread = threading.Thread(
+        target=watch_objects,
+        args=(api, resource, label_selector, on_change, stop, namespace),
+        name=f"watch-{resource.plural}",
+        daemon=True,
+    )
+    thread.start()
+    return thread

@@ -1,0 +1,120 @@
+"""An event-driven work loop: a pass at start, then a pass per burst of triggers.
+
+Shared by the node components. Triggers arriving within ``debounce_seconds`` of each other
+make one pass; after a failed pass the next one comes with exponential backoff; otherwise the
+pass itself says when it wants to run again (a recheck, a retry, a heartbeat or a resync).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from deckhouse_gpu.ports.clock import Clock
+from deckhouse_gpu.services.health import HealthState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    source: str  # "udev", "watch", "stop", ...
+    detail: str = ""
+    removed_address: str | None = None
+
+
+@dataclass(frozen=True)
+class PassOutcome:
+    ok: bool
+    next_delay: float  # seconds until the pass wants to run again, if nothing triggers it
+    error: str | None = None
+    log_fields: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LoopTiming:
+    debounce_seconds: float = 0.1
+    backoff_initial_seconds: float = 0.5
+    backoff_max_seconds: float = 60.0
+
+
+class TriggerLoop:
+    def __init__(
+        self,
+        run_pass: Callable[[list[Trigger]], PassOutcome],
+        health: HealthState,
+        clock: Clock,
+        timing: LoopTiming,
+    ) -> None:
+        self._run_pass = run_pass
+        self.health = health
+        self.clock = clock
+        self.timing = timing
+        self._triggers: queue.Queue[Trigger] = queue.Queue()
+        self._backoff = 0.0
+        self._busy = True  # until the first pass has finished
+
+    def idle(self) -> bool:
+        """No pass running and none requested: what the simulator waits for between steps."""
+        return not self._busy and self._triggers.empty()
+
+    def notify(self, trigger: Trigger) -> None:
+        """Thread-safe: called by watches, monitors and signal handlers."""
+        self._triggers.put(trigger)
+
+    def wake(self) -> None:
+        """Makes a loop waiting for triggers look at its stop event now (used on SIGTERM)."""
+        self.notify(Trigger("stop"))
+
+    def run(self, stop: threading.Event) -> None:
+        pending: list[Trigger] = []
+        delay = 0.0  # the first pass runs at once
+        while not stop.is_set():
+            if not self._wait(delay, pending, stop):
+                continue
+            self._busy = True
+            outcome = self.run_once(pending)
+            if outcome.ok:
+                pending = []  # after a failed pass the triggers still matter
+            delay = self._next_delay(outcome)
+            self._busy = False
+
+    def run_once(self, triggers: list[Trigger] | None = None) -> PassOutcome:
+        outcome = self._run_pass(list(triggers or []))
+        self.health.record(outcome.ok, outcome.error, self.clock.monotonic())
+        if outcome.ok:
+            log.info("pass done", extra=outcome.log_fields)
+        else:
+            log.warning("pass failed", extra={**outcome.log_fields, "error": outcome.error})
+        return outcome
+
+    def _wait(self, delay: float, pending: list[Trigger], stop: threading.Event) -> bool:
+        """Waits for a trigger or the delay; True when a pass should run now."""
+        try:
+            trigger = self._triggers.get(timeout=delay) if delay > 0 else None
+        except queue.Empty:
+            trigger = None
+        if stop.is_set():
+            return False
+        if trigger is not None:
+            self._busy = True
+            pending.append(trigger)
+            deadline = self.clock.monotonic() + self.timing.debounce_seconds
+            while (left := deadline - self.clock.monotonic()) > 0:
+                try:
+                    pending.append(self._triggers.get(timeout=left))
+                except queue.Empty:
+                    break
+        return True
+
+    def _next_delay(self, outcome: PassOutcome) -> float:
+        timing = self.timing
+        if not outcome.ok:
+            grown = max(self._backoff * 2, timing.backoff_initial_seconds)
+            self._backoff = min(grown, timing.backoff_max_seconds)
+            return self._backoff
+        self._backoff = 0.0
+        return outcome.next_delay
