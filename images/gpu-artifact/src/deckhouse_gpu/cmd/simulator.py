@@ -69,7 +69,8 @@ def show_object(cluster: SimulatedCluster, out: TextIO) -> None:
         out.write(yaml.safe_dump(objects[0], sort_keys=False))
 
 
-def main(argv: list[str] | None = None, out: TextIO = sys.stdout) -> int:
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout  # looked up per call: tests and callers may have replaced it
     args = parse_args(argv)
     json_logging.configure("gpu-simulator", args.log_level)
     try:

@@ -32,7 +32,12 @@ def preview(objects: list[dict[str, Any]], nvml: NVML, now: str, assume_driver_r
         status = obj.setdefault("status", {})
         if assume_driver_ready and not conditions.is_true(status.get("conditions"), DRIVER_READY):
             status["conditions"] = conditions.set_condition(
-                status.get("conditions"), DRIVER_READY, ConditionStatus.TRUE, "AssumedForDryRun", "--assume-driver-ready", now
+                status.get("conditions"),
+                DRIVER_READY,
+                ConditionStatus.TRUE,
+                "AssumedForDryRun",
+                "--assume-driver-ready",
+                now,
             )
         result = assess(status, driver, driver_error, nvml)
         update = result.update

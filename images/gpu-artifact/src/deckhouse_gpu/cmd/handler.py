@@ -1,0 +1,183 @@
+"""gpu-handler: NVML capabilities and health of this node's GPUs (DRA publishing comes later).
+
+gpu-handler run --node-name w1                                 # in-cluster, real NVML
+gpu-handler run --node-name w1 --kubeconfig ~/.kube/config --nvml-sim a30,a30 --host-root /tmp/host
+gpu-handler snapshot --dry-run --nvml-sim a30 --physicalgpus pgpu.yaml [--assume-driver-ready]
+gpu-handler prestart --driver-root /run/nvidia/driver          # init container: wait for the driver
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from deckhouse_gpu.adapters import json_logging
+from deckhouse_gpu.adapters.health_server import serve_health
+from deckhouse_gpu.cmd import handler_wiring as wiring
+from deckhouse_gpu.domain.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.ports.clock import SystemClock, rfc3339
+from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI
+from deckhouse_gpu.services.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.services.snapshot_preview import preview
+
+COMPONENT = "gpu-handler"
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=COMPONENT, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--log-level", default=os.environ.get("LOG_LEVEL", "info"))
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="keep this node's PhysicalGPUs up to date")
+    run.add_argument("--node-name", default=os.environ.get("NODE_NAME"), help="this node (env NODE_NAME)")
+    run.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig; in-cluster if unset"
+    )
+    wiring.add_nvml_arguments(run)
+    run.add_argument("--health-address", default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8082"))
+    run.add_argument(
+        "--heartbeat-seconds", type=_positive, default=60.0, help="re-check for silent NVML failures"
+    )
+    run.add_argument(
+        "--health-grace-seconds",
+        type=float,
+        default=30.0,
+        help="keep the last health this long on NVML failures",
+    )
+    run.add_argument("--backoff-seconds", default="5,10,30,60,300", help="retry delays of a failing card")
+
+    snapshot = commands.add_parser("snapshot", help="print what would be written, touch no API")
+    snapshot.add_argument(
+        "--dry-run", action="store_true", required=True, help="required: snapshot only previews"
+    )
+    snapshot.add_argument(
+        "--physicalgpus", required=True, help="YAML file: PhysicalGPU objects, a List, or several documents"
+    )
+    snapshot.add_argument("--assume-driver-ready", action="store_true", help="treat DriverReady as True")
+    wiring.add_nvml_arguments(snapshot)
+
+    prestart = commands.add_parser(
+        "prestart", help="wait until the driver root has nvidia-smi and libnvidia-ml.so.1"
+    )
+    wiring.add_prestart_arguments(prestart)
+
+    args = parser.parse_args(argv)
+    if args.command == "run" and not args.node_name:
+        parser.error("run: --node-name (or env NODE_NAME) is required")
+    if args.command == "run":
+        try:
+            args.health = HealthSettings(
+                args.health_grace_seconds, tuple(float(x) for x in args.backoff_seconds.split(","))
+            )
+        except ValueError as error:
+            parser.error(f"run: bad health settings: {error}")
+    return args
+
+
+def load_objects(path: str) -> list[dict[str, Any]]:
+    """PhysicalGPUs from a file as `kubectl get -o yaml` or the agent's dry-run prints them."""
+    try:
+        documents = list(yaml.safe_load_all(Path(path).read_text()))
+    except OSError as error:
+        raise ValueError(f"cannot read {path}: {error.strerror or error}") from error
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path} is not valid YAML: {error}") from error
+    objects: list[dict[str, Any]] = []
+    for document in documents:
+        if document is None:
+            continue
+        items = (
+            document.get("items")
+            if isinstance(document, dict) and document.get("kind", "").endswith("List")
+            else [document]
+        )
+        for item in items or []:
+            if not isinstance(item, dict) or item.get("kind") != "PhysicalGPU":
+                raise ValueError(f"{path}: expected PhysicalGPU objects, found {str(item)[:80]!r}")
+            objects.append(item)
+    return objects
+
+
+def snapshot(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        objects = load_objects(args.physicalgpus)
+        addresses = sorted(
+            str(o["status"]["pciInfo"]["address"])
+            for o in objects
+            if (o.get("status") or {}).get("pciInfo", {}).get("address")
+        )
+        nvml = wiring.make_nvml(args, addresses)
+    except (ValueError, wiring.WiringError) as error:
+        print(f"{COMPONENT}: {error}", file=sys.stderr)
+        return 2
+    result = preview(objects, nvml, rfc3339(SystemClock().now()), args.assume_driver_ready)
+    for problem in result.problems:
+        print(f"# NVML: {problem}", file=out)
+    if result.objects:
+        out.write(yaml.safe_dump_all(result.objects, sort_keys=False, explicit_start=True))
+    return 0
+
+
+def run(args: argparse.Namespace, api: KubeAPI) -> int:
+    clock = SystemClock()
+    try:
+        nvml = wiring.make_nvml(args, wiring.node_gpu_addresses(args, api))
+    except wiring.WiringError as error:
+        print(f"{COMPONENT}: {error}", file=sys.stderr)
+        return 2
+    events = EventRecorder(api, COMPONENT, args.node_name, clock)
+    capabilities = CapabilitiesPass(api, nvml, args.node_name, events, clock, args.health)
+    health = HealthState()
+    loop = HandlerLoop(capabilities, health, clock, HandlerSettings(args.heartbeat_seconds, args.health))
+    stop = threading.Event()
+
+    def shutdown(*_: object) -> None:
+        stop.set()
+        loop.wake()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, shutdown)
+    host, _, port = args.health_address.rpartition(":")
+    server = serve_health(health, (host or "0.0.0.0", int(port)), clock.monotonic)  # noqa: S104
+    start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
+    loop.run(stop)
+    server.shutdown()
+    return 0
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout  # looked up per call: tests and callers may have replaced it
+    args = parse_args(argv)
+    json_logging.configure(COMPONENT, args.log_level)
+    if args.command == "snapshot":
+        return snapshot(args, out)
+    if args.command == "prestart":
+        return wiring.prestart(args)
+    from deckhouse_gpu.adapters.kube_client import load_kube  # noqa: PLC0415 - only the run command needs it
+
+    return run(args, load_kube(args.kubeconfig))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

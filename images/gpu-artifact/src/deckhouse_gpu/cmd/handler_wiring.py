@@ -1,0 +1,126 @@
+"""gpu-handler wiring: which NVML (real or simulated), which cards, and the prestart step."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+
+from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.domain.physicalgpu import DriverType
+from deckhouse_gpu.ports.clock import SystemClock
+from deckhouse_gpu.ports.host import HostUnreadable
+from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError
+from deckhouse_gpu.ports.nvml import NVML
+from deckhouse_gpu.services.prestart import DriverNotFound, PrestartSettings, probe, wait_for_driver
+
+log = logging.getLogger("gpu-handler")
+
+DEFAULT_DRIVER_MOUNT = "/driver-root"  # where the pod mounts the host's driver root (spec 10.4)
+
+
+class WiringError(Exception):
+    """A setting that cannot work; the message says what to change."""
+
+
+def add_nvml_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nvml-sim", metavar="MODELS", help="simulated NVML: comma-separated models (a30,t4,...)"
+    )
+    parser.add_argument(
+        "--host-root", help="host / as mounted; with --nvml-sim the cards come from its sysfs"
+    )
+    parser.add_argument(
+        "--driver-root-mount",
+        default=os.environ.get("NVIDIA_DRIVER_ROOT_MOUNT", DEFAULT_DRIVER_MOUNT),
+        help="where the driver root is mounted; libnvidia-ml.so.1 is loaded from under it",
+    )
+    parser.add_argument(
+        "--nvml-library", help="load this libnvidia-ml.so.1 instead of searching the driver root"
+    )
+
+
+def add_prestart_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--driver-root-mount", default=os.environ.get("NVIDIA_DRIVER_ROOT_MOUNT", DEFAULT_DRIVER_MOUNT)
+    )
+    parser.add_argument(
+        "--driver-root",
+        default=os.environ.get("NVIDIA_DRIVER_ROOT", "/"),
+        help="the driver root on the host (for hints)",
+    )
+    parser.add_argument("--interval-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--max-attempts", type=int, default=None, help="give up after this many (default: never)"
+    )
+
+
+def make_nvml(args: argparse.Namespace, addresses: list[str]) -> NVML:
+    if args.nvml_sim:
+        from deckhouse_gpu.adapters.sim.sim_nvml import SimNVMLConfigError, from_model_list  # noqa: PLC0415
+
+        try:
+            return from_model_list(
+                args.nvml_sim, addresses, node_name=getattr(args, "node_name", None) or "sim-node"
+            )
+        except SimNVMLConfigError as error:
+            raise WiringError(
+                f"--nvml-sim: {error} (cards are matched to PCI addresses in sorted order)"
+            ) from error
+    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415 - only real nodes load pynvml
+
+    library = args.nvml_library
+    if library is None:
+        found = probe(MountedDriverRoot(args.driver_root_mount), "/")
+        library = str(found.nvml_library) if found.nvml_library else None
+        if library is None:
+            log.warning(
+                "libnvidia-ml.so.1 not found under the driver root; using the default search path",
+                extra={"driverRootMount": args.driver_root_mount},
+            )
+    return RealNVML(library)
+
+
+def node_gpu_addresses(args: argparse.Namespace, api: KubeAPI) -> list[str]:
+    """The cards a simulated NVML should show: NVIDIA-bound GPUs of the host root, or else of the API."""
+    if not args.nvml_sim:
+        return []
+    if args.host_root:
+        try:
+            scan = SysfsHost(args.host_root).scan_pci()
+        except HostUnreadable as error:
+            raise WiringError(f"--host-root: {error}") from error
+        return sorted(d.address for d in scan.gpus if d.driver == "nvidia")
+    try:
+        cards = api.list(PHYSICAL_GPUS, label_selector=node_selector(args.node_name)).items
+    except KubeError as error:
+        raise WiringError(f"cannot list this node's PhysicalGPUs for --nvml-sim: {error}") from error
+    return sorted(
+        str(status["pciInfo"]["address"])
+        for status in ((c.get("status") or {}) for c in cards)
+        if (status.get("currentState") or {}).get("driverType") == DriverType.NVIDIA.value
+        and (status.get("pciInfo") or {}).get("address")
+    )
+
+
+def prestart(args: argparse.Namespace) -> int:
+    """Waits for the driver; prints the library path the handler will load."""
+    settings = PrestartSettings(interval_s=args.interval_seconds, max_attempts=args.max_attempts)
+    try:
+        files = wait_for_driver(
+            MountedDriverRoot(args.driver_root_mount),
+            args.driver_root,
+            settings,
+            clock=SystemClock(),
+            sleep=time.sleep,
+            emit=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except DriverNotFound as error:
+        print(f"gpu-handler prestart: {error}", file=sys.stderr)
+        return 1
+    print(f"nvidia-smi: {files.nvidia_smi}\nlibnvidia-ml.so.1: {files.nvml_library}")
+    return 0

@@ -1,0 +1,180 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.cmd.handler import main
+from deckhouse_gpu.cmd.node_agent import main as agent_main
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
+from tests.support.fake_apiserver import FakeApiServer
+from tests.support.kubeconfig import write_kubeconfig
+
+
+@pytest.fixture
+def physicalgpus(host: HostBuilder, tmp_path: Path, capsys) -> Path:
+    """What gpu-node-agent's dry-run prints for a node with an A30 (nvidia) and an H100 (vfio-pci)."""
+    host.add_gpu("a30", "0000:17:00.0")
+    host.add_gpu("h100-80gb", "0000:65:00.0", driver="vfio-pci")
+    assert agent_main(["--once", "--dry-run", "--host-root", str(host.root), "--node-name", "w1"]) == 0
+    path = tmp_path / "pgpu.yaml"
+    path.write_text(capsys.readouterr().out)
+    return path
+
+
+def test_snapshot_dry_run_fills_capabilities_of_ready_nvidia_cards(physicalgpus, capsys):
+    argv = [
+        "snapshot",
+        "--dry-run",
+        "--nvml-sim",
+        "a30,h100-80gb",
+        "--physicalgpus",
+        str(physicalgpus),
+        "--assume-driver-ready",
+    ]
+    assert main(argv) == 0
+    a30, h100 = yaml.safe_load_all(capsys.readouterr().out)
+    assert a30["status"]["capabilities"]["productName"] == "NVIDIA A30"
+    assert a30["status"]["pciInfo"]["address"] == "0000:17:00.0"  # the agent's fields are kept
+    healthy = {c["type"]: c for c in a30["status"]["conditions"]}["HardwareHealthy"]
+    assert (healthy["status"], healthy["reason"]) == ("True", "NVMLHealthy")
+    gated = {c["type"]: c for c in h100["status"]["conditions"]}["HardwareHealthy"]
+    assert (gated["status"], gated["reason"]) == ("Unknown", "DriverTypeNotNvidia")
+    assert "capabilities" not in h100["status"]
+
+
+def test_snapshot_without_driver_ready_says_so(physicalgpus, capsys):
+    assert (
+        main(["snapshot", "--dry-run", "--nvml-sim", "a30,h100-80gb", "--physicalgpus", str(physicalgpus)])
+        == 0
+    )
+    a30 = next(yaml.safe_load_all(capsys.readouterr().out))
+    assert "capabilities" not in a30["status"]
+    assert a30["status"]["conditions"][-1]["reason"] == "DriverNotReady"
+
+
+def test_snapshot_accepts_a_kubectl_list(physicalgpus, tmp_path, capsys):
+    items = list(yaml.safe_load_all(physicalgpus.read_text()))
+    listed = tmp_path / "list.yaml"
+    listed.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}))
+    assert main(["snapshot", "--dry-run", "--nvml-sim", "a30,t4", "--physicalgpus", str(listed)]) == 0
+    assert len(list(yaml.safe_load_all(capsys.readouterr().out))) == 2
+
+
+@pytest.mark.parametrize(
+    ("models", "content", "message"),
+    [
+        ("a30", None, "1 models ('a30') for 2 PCI addresses"),
+        ("a30,v100", None, "v100"),
+        ("a30", "kind: Pod\n", "expected PhysicalGPU objects"),
+        ("a30", "a: [", "not valid YAML"),
+    ],
+)
+def test_snapshot_bad_input_is_reported_clearly(physicalgpus, tmp_path, capsys, models, content, message):
+    path = physicalgpus
+    if content is not None:
+        path = tmp_path / "bad.yaml"
+        path.write_text(content)
+    assert main(["snapshot", "--dry-run", "--nvml-sim", models, "--physicalgpus", str(path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_snapshot_of_a_missing_file(capsys):
+    assert main(["snapshot", "--dry-run", "--nvml-sim", "a30", "--physicalgpus", "/nonexistent.yaml"]) == 2
+    assert "cannot read /nonexistent.yaml" in capsys.readouterr().err
+
+
+def test_prestart_finds_the_driver_files(tmp_path, capsys):
+    root = tmp_path / "driver-root"
+    (root / "usr/bin").mkdir(parents=True)
+    (root / "usr/lib/x86_64-linux-gnu").mkdir(parents=True)
+    (root / "usr/bin/nvidia-smi").write_text("")
+    (root / "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1").write_text("")
+    assert (
+        main(
+            [
+                "prestart",
+                "--driver-root-mount",
+                str(root),
+                "--max-attempts",
+                "1",
+                "--interval-seconds",
+                "0.01",
+            ]
+        )
+        == 0
+    )
+    assert (
+        "libnvidia-ml.so.1: " + str(root / "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1")
+        in capsys.readouterr().out
+    )
+
+
+def test_prestart_gives_up_with_hints(tmp_path, capsys):
+    assert (
+        main(
+            [
+                "prestart",
+                "--driver-root-mount",
+                str(tmp_path),
+                "--max-attempts",
+                "2",
+                "--interval-seconds",
+                "0.01",
+            ]
+        )
+        == 1
+    )
+    err = capsys.readouterr().err
+    assert "nvidia-smi" in err
+    assert "libnvidia-ml.so.1" in err
+
+
+def test_run_process_fills_the_api_and_stops_on_sigterm(host, tmp_path):
+    host.add_gpu("a30", "0000:17:00.0")
+    with FakeApiServer() as server:
+        server.kube.create(NODES, {"metadata": {"name": "w1"}})
+        kubeconfig = write_kubeconfig(tmp_path, server.url)
+        agent = subprocess.run(
+            [sys.executable, "-m", "deckhouse_gpu.cmd.node_agent", "--once", "--node-name", "w1",
+             "--host-root", str(host.root), "--kubeconfig", kubeconfig],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert agent.returncode == 0, agent.stderr
+        name = "w1-0000-17-00-0"
+        ready = [
+            {
+                "type": "DriverReady",
+                "status": "True",
+                "reason": "ValidatorReady",
+                "message": "",
+                "lastTransitionTime": "2026-11-21T00:00:00Z",
+            }
+        ]
+        server.kube.patch(PHYSICAL_GPUS, name, {"status": {"conditions": ready}}, subresource="status")
+        handler = subprocess.Popen(
+            [sys.executable, "-m", "deckhouse_gpu.cmd.handler", "run", "--node-name", "w1",
+             "--kubeconfig", kubeconfig, "--nvml-sim", "a30", "--host-root", str(host.root),
+             "--health-address", "127.0.0.1:0"],
+            stderr=subprocess.PIPE, text=True, env={**os.environ, "LOG_LEVEL": "info"},
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                status = server.kube.get(PHYSICAL_GPUS, name)["status"]
+                if "capabilities" in status:
+                    break
+                time.sleep(0.05)
+            assert status["capabilities"]["productName"] == "NVIDIA A30"
+            assert (
+                status["conditions"][0]["reason"] == "ValidatorReady"
+            )  # the controller's condition survives
+        finally:
+            handler.send_signal(signal.SIGTERM)
+            handler.communicate(timeout=10)
+        assert handler.returncode == 0
