@@ -10,13 +10,20 @@ def test_builtin_scenarios_load_and_cover_the_catalogue():
     assert models == {"a30", "a100-40gb", "a100-80gb", "h100-80gb", "l40s", "t4"}
     assert any(node.machine == "vm" for node in mixed.nodes)
     assert any(not node.gpus for node in mixed.nodes)
-    assert [step.kind for step in mixed.steps] == [
+    kinds = {step.kind for step in mixed.steps}
+    assert kinds == {
+        "setValidator",
         "removeGpu",
         "addGpu",
         "bindDriver",
+        "breakNvml",
+        "wait",
+        "repairNvml",
+    } | {
         "deleteObject",
         "deleteNode",
-    ]
+    }
+    assert mixed.settings.health_grace_seconds == 2
 
 
 def test_every_builtin_scenario_parses():
@@ -42,6 +49,11 @@ def test_scenario_from_a_file(tmp_path):
         ("nodes: [{name: a, gpus: [{model: t4, address: '1:0'}]}]", "not a PCI address"),
         ("nodes: [{name: a}, {name: a}]", "unique"),
         ("nodes: [{name: a}]\nsteps: [{title: x}]", "exactly one of"),
+        ("nodes: [{name: a, validator: maybe}]", "validator must be one of"),
+        ("nodes: [{name: a}]\nsteps: [{breakNvml: {node: a, failure: fire}}]", "failure must be one of"),
+        ("nodes: [{name: a}]\nsteps: [{setValidator: {node: a}}]", "state must be one of"),
+        ("nodes: [{name: a}]\nsteps: [{wait: {}}]", "wait needs seconds"),
+        ("nodes: [{name: a}]\nsettings: {healthGraceSeconds: soon}", "are numbers"),
     ],
 )
 def test_bad_scenarios_say_what_is_wrong(text, message):

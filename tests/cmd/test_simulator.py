@@ -9,33 +9,70 @@ def run(*argv: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def table_names(section: str) -> set[str]:
+def table(section: str) -> dict[str, list[str]]:
+    """Rows of the first `kubectl get pgpu` table in a section, by object name."""
     lines = section.split("$ kubectl get pgpu\n", 1)[1].splitlines()
-    names = set()
+    header = lines[0].split()
+    rows: dict[str, list[str]] = {}
     for line in lines[1:]:
         if not line or line.startswith(("(", "Step", "$")):
             break
-        names.add(line.split()[0])
-    return names
+        cells = line.split()
+        # MODEL holds spaces; the last five columns and the first two are single words
+        rows[cells[0]] = [cells[0], cells[1], " ".join(cells[2:-5]), *cells[-5:]]
+    assert header[:2] == ["NAME", "NODE"]
+    return rows
 
 
-def test_default_scenario_shows_inventory_and_every_step():
+def column(rows: dict[str, list[str]], name: str, title: str) -> str:
+    titles = ["NAME", "NODE", "MODEL", "MEMORY(MIB)", "MIG", "DRIVERREADY", "HARDWAREHEALTHY", "AGE"]
+    return rows[name][titles.index(title)]
+
+
+def test_default_scenario_shows_inventory_conditions_and_every_step():
     code, out = run()
     assert code == 0
     sections = out.split("\nStep ")
-    initial = table_names(sections[0])
+    assert len(sections) == 10
+    initial = table(sections[0])
     assert len(initial) == 15
-    assert "gpu-h100-hgx-0000-db-00-0" in initial
     assert not any(name.startswith("cpu-only") for name in initial)
-    assert "gpu-a30-1-0000-31-00-0" not in table_names(sections[1])
-    assert "PhysicalGPUDeleted: GPU 0000:31:00.0 left node gpu-a30-1" in sections[1]
-    assert "gpu-l40s-0000-e1-00-0" in table_names(sections[2])
-    assert "PhysicalGPUDriverChanged" in sections[3]
-    assert "gpu-h100-hgx-0000-18-00-0" in table_names(sections[4])
-    final = table_names(sections[5])
+    a30 = "gpu-a30-1-0000-17-00-0"
+    assert column(initial, a30, "MEMORY(MIB)") == "24576"
+    assert column(initial, a30, "MIG") == "Disabled"
+    assert (column(initial, a30, "DRIVERREADY"), column(initial, a30, "HARDWAREHEALTHY")) == ("True", "True")
+    l40s = "gpu-l40s-0000-ca-00-0"
+    assert (column(initial, l40s, "DRIVERREADY"), column(initial, l40s, "HARDWAREHEALTHY")) == (
+        "False",
+        "Unknown",
+    )
+    assert column(initial, "gpu-a100-80-0000-5e-00-0", "HARDWAREHEALTHY") == "Unknown"  # on vfio-pci
+    assert column(initial, "vm-t4-0000-00-05-0", "MIG") == "<none>"
+
+    after_validator = table(sections[1])
+    assert (
+        column(after_validator, l40s, "DRIVERREADY"),
+        column(after_validator, l40s, "HARDWAREHEALTHY"),
+    ) == ("True", "True")
+    assert "gpu-a30-1-0000-31-00-0" not in table(sections[2])
+    assert "PhysicalGPUDeleted: GPU 0000:31:00.0 left node gpu-a30-1" in sections[2]
+    assert column(table(sections[3]), "gpu-l40s-0000-e1-00-0", "HARDWAREHEALTHY") == "True"
+    assert "PhysicalGPUDriverChanged" in sections[4]
+    assert column(table(sections[4]), "gpu-a100-80-0000-5e-00-0", "HARDWAREHEALTHY") == "True"
+
+    lost = "gpu-h100-hgx-0000-2a-00-0"
+    assert column(table(sections[5]), lost, "HARDWAREHEALTHY") == "True"  # inside the grace
+    after_grace = table(sections[6])
+    assert column(after_grace, lost, "HARDWAREHEALTHY") == "Unknown"
+    assert column(after_grace, "gpu-h100-hgx-0000-3a-00-0", "HARDWAREHEALTHY") == "True"
+    assert "NVMLQueryFailed" in sections[6]
+    assert column(table(sections[7]), lost, "HARDWAREHEALTHY") == "True"
+
+    assert "gpu-h100-hgx-0000-18-00-0" in table(sections[8])
+    final = table(sections[9])
     assert not any(name.startswith("vm-t4") for name in final)
-    assert len(final) == 14
-    assert "kind: PhysicalGPU" in sections[5]
+    assert len(final) == 14  # 15 - the unplugged A30 + the hot-plugged L40S - the VM's T4
+    assert "kind: PhysicalGPU" in sections[9]
 
 
 def test_wide_output_and_a_small_scenario():
@@ -45,7 +82,8 @@ def test_wide_output_and_a_small_scenario():
     assert header.split()[-4:] == ["ADDRESS", "DRIVER", "PRODUCT", "UUID"]
     assert row.split()[0] == "worker-1-0000-17-00-0"
     assert "0000:17:00.0" in row
-    assert "Nvidia" in row
+    assert "NVIDIA A30" in row
+    assert "GPU-" in row
 
 
 def test_unknown_scenario_is_an_error(capsys):

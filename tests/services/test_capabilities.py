@@ -32,7 +32,7 @@ def make_card(api: MemoryKube, address: str, driver: str = "Nvidia", ready: bool
     return name
 
 
-def status_of(api: MemoryKube, name: str) -> dict[str, Any]:
+def status_of(api: MemoryKube, name: str) -> Any:
     return api.get(PHYSICAL_GPUS, name)["status"]
 
 

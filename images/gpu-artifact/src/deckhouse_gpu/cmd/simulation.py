@@ -1,8 +1,9 @@
 """The simulated cluster behind ``make demo``: the real components, in one process.
 
-Every node gets a host root on disk built like real sysfs and a gpu-node-agent running its
-real loop in a thread against one in-memory API server. Scenario steps change the hardware and
-send the uevents the kernel would send; the agents react exactly as they would on a node.
+One in-memory API server; per node a host root on disk built like real sysfs, a simulated NVML,
+and the real gpu-node-agent and gpu-handler loops in threads; one gpu-controller. Scenario steps
+change the hardware, NVML and validator pods and send the uevents the kernel would send; the
+components react exactly as they would on a cluster.
 """
 
 from __future__ import annotations
@@ -10,34 +11,20 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, SimNode, Step
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
-from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, Step
+from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
+from deckhouse_gpu.cmd.simulated_node import SimulatedNode, build_node, set_validator, start_components
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS
-from deckhouse_gpu.services.deletion_watch import start_deletion_watch
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.inventory_sync import InventorySync
-from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.gpu_controller import ControllerSettings
 
-SETTLE_TIMEOUT = 10.0
-QUIET_SECONDS = 0.2
-
-
-@dataclass
-class SimulatedNode:
-    spec: SimNode
-    builder: HostBuilder
-    loop: NodeAgentLoop
-    health: HealthState
-    stop: threading.Event
+SETTLE_TIMEOUT = 15.0
+QUIET_SECONDS = 0.3  # no API write and every loop idle for this long: the world has settled
 
 
 class SimulatedCluster:
@@ -48,63 +35,53 @@ class SimulatedCluster:
         self.api = MemoryKube()
         self.clock = SystemClock()
         self.nodes: dict[str, SimulatedNode] = {}
+        self._controller_stop = threading.Event()
 
     def start(self) -> None:
-        """Builds every host first, then starts the agents together, as a booting cluster would."""
-        hosts = {spec.name: self._build_host(spec) for spec in self.scenario.nodes}
+        """Builds every host first, then starts the components together, as a booting cluster would."""
         for spec in self.scenario.nodes:
-            self.nodes[spec.name] = self._start_agent(spec, hosts[spec.name])
+            labels = {"kubernetes.io/hostname": spec.name}
+            self.api.create(NODES, {"metadata": {"name": spec.name, "labels": labels}})
+            self.nodes[spec.name] = build_node(spec, HostBuilder(self.workdir / spec.name))
+            if spec.gpus:
+                set_validator(self.api, spec.name, spec.validator)
+        settings = ControllerSettings(debounce_seconds=0.05)
+        start_controller(
+            self.api, self._controller_stop, ControllerOptions(settings=settings, leader_elect=False)
+        )
+        for node in self.nodes.values():
+            start_components(node, self.api, self.clock, self.scenario.settings)
         self.settle()
 
-    def _build_host(self, spec: SimNode) -> HostBuilder:
-        self.api.create(
-            NODES, {"metadata": {"name": spec.name, "labels": {"kubernetes.io/hostname": spec.name}}}
-        )
-        builder = HostBuilder(self.workdir / spec.name)
-        builder.standard_node(bare_metal=spec.machine == "bare-metal")
-        if spec.machine == "no-dmi":
-            builder.set_dmi(None, None)
-        builder.add_other_devices(spec.other_devices)
-        for gpu in spec.gpus:
-            builder.add_gpu(gpu.model, gpu.address, gpu.driver)
-        return builder
-
-    def _start_agent(self, spec: SimNode, builder: HostBuilder) -> SimulatedNode:
-        events = EventRecorder(self.api, "gpu-node-agent", spec.name, self.clock)
-        sync = InventorySync(self.api, SysfsHost(builder.root), spec.name, events)
-        health = HealthState()
-        loop = NodeAgentLoop(sync, health, self.clock, LoopSettings())
-        stop = threading.Event()
-        threading.Thread(target=loop.run, args=(stop,), name=f"agent-{spec.name}", daemon=True).start()
-        start_deletion_watch(
-            self.api,
-            PHYSICAL_GPUS,
-            node_selector(spec.name),
-            loop.notify_deleted,
-            stop,
-        )
-        return SimulatedNode(spec, builder, loop, health, stop)
-
     def apply(self, step: Step) -> None:
-        """Changes the world as the step says, with the uevents the kernel would send."""
+        """Changes the world as the step says, with the events the kernel or kubelet would send."""
         args = step.args
-        if step.kind == "deleteObject":
+        if step.kind == "wait":
+            time.sleep(float(args["seconds"]))
+        elif step.kind == "deleteObject":
             self.api.delete(PHYSICAL_GPUS, str(args["name"]))
-            return
-        node = self._node(str(args.get("node")))
+        else:
+            self._apply_to_node(step.kind, self._node(str(args.get("node"))), args)
+
+    def _apply_to_node(self, kind: str, node: SimulatedNode, args: dict[str, Any]) -> None:
         address = str(args.get("address", ""))
-        if step.kind == "addGpu":
-            node.builder.add_gpu(str(args["model"]), address, args.get("driver", "nvidia"))
-            node.loop.notify_udev("add", address)
-        elif step.kind == "removeGpu":
-            node.builder.remove_device(address)
-            node.loop.notify_udev("remove", address)
-        elif step.kind == "bindDriver":
-            node.loop.notify_udev("unbind", address)
-            node.builder.bind_driver(address, args.get("driver"))
-            node.loop.notify_udev("bind", address)
-        elif step.kind == "deleteNode":
-            # The machine is decommissioned: its agent stops, the garbage collector does the rest.
+        if kind == "addGpu":
+            node.add_gpu(str(args["model"]), address, args.get("driver", "nvidia"))
+        elif kind == "removeGpu":
+            node.remove_gpu(address)
+        elif kind == "bindDriver":
+            node.bind_driver(address, args.get("driver"))
+        elif kind == "breakNvml":
+            if args.get("failure", "lost") == "library":
+                node.nvml.fail_library()
+            else:
+                node.nvml.fail_device(address, "GPU is lost")
+        elif kind == "repairNvml":
+            node.nvml.clear_failures()
+        elif kind == "setValidator":
+            set_validator(self.api, node.spec.name, str(args["state"]))
+        elif kind == "deleteNode":
+            # The machine is decommissioned: its components stop, the garbage collector does the rest.
             node.stop.set()
             del self.nodes[node.spec.name]
             self.api.delete(NODES, node.spec.name)
@@ -115,22 +92,20 @@ class SimulatedCluster:
         return self.nodes[name]
 
     def settle(self) -> float:
-        """Waits until every agent is idle for a quiet moment; returns the seconds it took.
-
-        The quiet moment lets watch events that are still in flight reach their agent.
-        """
+        """Waits until no component has work and the API has been quiet; returns the seconds it took."""
         started = time.monotonic()
         quiet_since: float | None = None
+        version = self.api.resource_version
         while (now := time.monotonic()) - started < SETTLE_TIMEOUT:
-            busy = any(not n.health.snapshot().synced or not n.loop.idle() for n in self.nodes.values())
-            if busy:
-                quiet_since = None
+            current = self.api.resource_version
+            if current != version or not all(node.idle() for node in self.nodes.values()):
+                version, quiet_since = current, None
             elif quiet_since is None:
                 quiet_since = now
             elif now - quiet_since >= QUIET_SECONDS:
                 return quiet_since - started
             time.sleep(0.005)
-        raise TimeoutError(f"the agents did not settle within {SETTLE_TIMEOUT} s")
+        raise TimeoutError(f"the simulated cluster did not settle within {SETTLE_TIMEOUT} s")
 
     def physical_gpus(self) -> list[dict[str, Any]]:
         return self.api.list(PHYSICAL_GPUS).items
@@ -139,6 +114,7 @@ class SimulatedCluster:
         return self.api.list(EVENTS, namespace="default").items
 
     def close(self) -> None:
+        self._controller_stop.set()
         for node in self.nodes.values():
             node.stop.set()
         if self._tmp is not None:

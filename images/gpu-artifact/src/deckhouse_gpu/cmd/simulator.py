@@ -20,11 +20,6 @@ from deckhouse_gpu.cmd.simulation import SimulatedCluster
 from deckhouse_gpu.domain.physicalgpu import PRINTER_COLUMNS
 from deckhouse_gpu.domain.printer_columns import render_table
 
-UNFILLED_NOTE = (
-    "(MEMORY, MIG, DRIVERREADY and HARDWAREHEALTHY are filled by gpu-controller and gpu-handler,"
-    " which join the simulator as they are built.)"
-)
-
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -82,12 +77,15 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     cluster = SimulatedCluster(scenario)
     try:
         print(f"Scenario {scenario.name}: {scenario.description}", file=out)
-        print(f"{len(scenario.nodes)} nodes, one gpu-node-agent each, one in-memory API server.\n", file=out)
+        print(
+            f"{len(scenario.nodes)} nodes, each with gpu-node-agent and gpu-handler (simulated NVML);"
+            " one gpu-controller; one in-memory API server.\n",
+            file=out,
+        )
         cluster.start()
         seen: set[str] = set()
         new_events(cluster, seen)
         show(cluster, out, wide)
-        print(UNFILLED_NOTE, file=out)
         for number, step in enumerate(scenario.steps, start=1):
             print(f"\nStep {number}: {step.title}", file=out)
             cluster.apply(step)

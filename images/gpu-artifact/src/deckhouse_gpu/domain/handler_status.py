@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from deckhouse_gpu.domain import conditions
-from deckhouse_gpu.domain.hardware_health import HARDWARE_HEALTHY, Verdict
+from deckhouse_gpu.domain.hardware_health import Verdict
 from deckhouse_gpu.domain.merge_patch import create_patch
+from deckhouse_gpu.domain.physicalgpu import HARDWARE_HEALTHY
 
 
 @dataclass(frozen=True)

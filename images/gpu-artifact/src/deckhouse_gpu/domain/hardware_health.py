@@ -11,10 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deckhouse_gpu.domain import conditions
-from deckhouse_gpu.domain.physicalgpu import ConditionStatus, DriverType
-
-HARDWARE_HEALTHY = "HardwareHealthy"
-DRIVER_READY = "DriverReady"
+from deckhouse_gpu.domain.physicalgpu import DRIVER_READY, ConditionStatus, DriverType
 
 REASON_HEALTHY = "NVMLHealthy"
 REASON_NVML_UNAVAILABLE = "NVMLUnavailable"

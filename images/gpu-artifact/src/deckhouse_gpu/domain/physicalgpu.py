@@ -23,6 +23,10 @@ LABEL_NODE = f"{GROUP}/node"
 LABEL_VENDOR = f"{GROUP}/vendor"
 LABEL_DEVICE = f"{GROUP}/device"
 
+# Condition types and their owners (ARCHITECTURE.md D8).
+DRIVER_READY = "DriverReady"  # gpu-controller
+HARDWARE_HEALTHY = "HardwareHealthy"  # gpu-handler
+
 
 class Vendor(StrEnum):
     NVIDIA = "Nvidia"

@@ -45,7 +45,7 @@ class GpuInstanceProfile:
     """One MIG GPU instance profile as NVML reports it (nvmlGpuInstanceProfileInfo_v3)."""
 
     profile_id: int  # the unique id (``nvidia-smi mig -lgip`` ID column), not the query index
-    name: str  # "1g.6gb", "1g.6gb+me"; empty when the driver reports none
+    name: str  # "1g.6gb", "1g.6gb+me"; adapters synthesise "<n>g.<GB>gb" when the driver gives none
     memory_mib: int
     slice_count: int  # compute slices
     instance_count: int  # how many fit on an empty card

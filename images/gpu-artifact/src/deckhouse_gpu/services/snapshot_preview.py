@@ -8,9 +8,9 @@ from typing import Any
 
 from deckhouse_gpu.domain import conditions
 from deckhouse_gpu.domain.handler_status import HandlerUpdate, status_patch
-from deckhouse_gpu.domain.hardware_health import DRIVER_READY, Verdict
+from deckhouse_gpu.domain.hardware_health import Verdict
 from deckhouse_gpu.domain.merge_patch import apply_patch
-from deckhouse_gpu.domain.physicalgpu import ConditionStatus
+from deckhouse_gpu.domain.physicalgpu import DRIVER_READY, ConditionStatus
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.services.capabilities import assess, driver_info
 

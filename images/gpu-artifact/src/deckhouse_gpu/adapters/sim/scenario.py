@@ -13,7 +13,19 @@ from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS
 from deckhouse_gpu.domain.pci import is_pci_address
 
 MACHINES = ("bare-metal", "vm", "no-dmi")
-STEP_KINDS = ("addGpu", "removeGpu", "bindDriver", "deleteObject", "deleteNode")
+VALIDATOR_STATES = ("ready", "not-ready", "missing")
+NVML_FAILURES = ("lost", "library")
+STEP_KINDS = (
+    "addGpu",
+    "removeGpu",
+    "bindDriver",
+    "deleteObject",
+    "deleteNode",
+    "breakNvml",
+    "repairNvml",
+    "setValidator",
+    "wait",
+)
 
 
 class ScenarioError(ValueError):
@@ -33,6 +45,15 @@ class SimNode:
     machine: str = "bare-metal"
     gpus: list[SimGPU] = field(default_factory=list)
     other_devices: int = 24
+    validator: str = "ready"  # the driver validator pod on this node (nodes with GPUs only)
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """Timings of the simulated components; short, so a demo shows changes in seconds."""
+
+    health_grace_seconds: float = 2.0
+    heartbeat_seconds: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +69,7 @@ class Scenario:
     description: str
     nodes: list[SimNode]
     steps: list[Step]
+    settings: SimSettings = field(default_factory=SimSettings)
 
 
 def builtin_names() -> list[str]:
@@ -77,7 +99,15 @@ def parse_scenario(name: str, text: str) -> Scenario:
     if len(set(names)) != len(names):
         raise ScenarioError(f"{name}: node names must be unique")
     steps = [_step(name, index, raw) for index, raw in enumerate(data.get("steps") or [])]
-    return Scenario(name, str(data.get("description", "")), nodes, steps)
+    raw_settings = data.get("settings") or {}
+    try:
+        settings = SimSettings(
+            float(raw_settings.get("healthGraceSeconds", SimSettings.health_grace_seconds)),
+            float(raw_settings.get("heartbeatSeconds", SimSettings.heartbeat_seconds)),
+        )
+    except (TypeError, ValueError, AttributeError):
+        raise ScenarioError(f"{name}: settings.healthGraceSeconds and heartbeatSeconds are numbers") from None
+    return Scenario(name, str(data.get("description", "")), nodes, steps, settings)
 
 
 def _node(scenario: str, index: int, raw: Any) -> SimNode:
@@ -88,7 +118,10 @@ def _node(scenario: str, index: int, raw: Any) -> SimNode:
     if machine not in MACHINES:
         raise ScenarioError(f"{where}: machine must be one of {', '.join(MACHINES)}")
     gpus = [_gpu(f"{where}.gpus[{i}]", gpu) for i, gpu in enumerate(raw.get("gpus") or [])]
-    return SimNode(raw["name"], machine, gpus, int(raw.get("otherDevices", 24)))
+    validator = raw.get("validator", "ready")
+    if validator not in VALIDATOR_STATES:
+        raise ScenarioError(f"{where}: validator must be one of {', '.join(VALIDATOR_STATES)}")
+    return SimNode(raw["name"], machine, gpus, int(raw.get("otherDevices", 24)), validator)
 
 
 def _gpu(where: str, raw: Any) -> SimGPU:
@@ -109,4 +142,11 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
     kinds = [key for key in STEP_KINDS if key in raw]
     if len(kinds) != 1 or not isinstance(raw[kinds[0]], dict):
         raise ScenarioError(f"{where}: needs exactly one of {', '.join(STEP_KINDS)} with its arguments")
-    return Step(str(raw.get("title", kinds[0])), kinds[0], dict(raw[kinds[0]]))
+    step = Step(str(raw.get("title", kinds[0])), kinds[0], dict(raw[kinds[0]]))
+    if step.kind == "breakNvml" and step.args.get("failure", "lost") not in NVML_FAILURES:
+        raise ScenarioError(f"{where}: breakNvml.failure must be one of {', '.join(NVML_FAILURES)}")
+    if step.kind == "setValidator" and step.args.get("state") not in VALIDATOR_STATES:
+        raise ScenarioError(f"{where}: setValidator.state must be one of {', '.join(VALIDATOR_STATES)}")
+    if step.kind == "wait" and not isinstance(step.args.get("seconds"), int | float):
+        raise ScenarioError(f"{where}: wait needs seconds")
+    return step

@@ -1,0 +1,201 @@
+"""gpu-controller: keeps the DriverReady condition of every PhysicalGPU and exports inventory metrics.
+
+Examples:
+  gpu-controller                                        # in-cluster, leader election on
+  gpu-controller --kubeconfig ~/.kube/config --no-leader-elect --listen-address 127.0.0.1:8080
+  gpu-controller --namespace d8-gpu --validator-selector app=nvidia-driver-validator
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from dataclasses import dataclass, field
+
+import prometheus_client
+
+from deckhouse_gpu.adapters import json_logging
+from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
+from deckhouse_gpu.adapters.metrics_server import serve_endpoints
+from deckhouse_gpu.domain.label_selector import parse_selector
+from deckhouse_gpu.domain.leader_lease import LeaseTimings
+from deckhouse_gpu.ports.clock import Clock, SystemClock
+from deckhouse_gpu.ports.kube import KubeAPI, Object
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.gpu_controller import ControllerSettings, GpuController
+from deckhouse_gpu.services.leader_election import AlwaysLeader, LeaderElector
+
+COMPONENT = "gpu-controller"
+LEASE_NAME = "gpu-controller"
+log = logging.getLogger(COMPONENT)
+
+
+def default_identity() -> str:
+    return os.environ.get("POD_NAME") or socket.gethostname()
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    settings: ControllerSettings = field(default_factory=ControllerSettings)
+    leader_elect: bool = True
+    identity: str = field(default_factory=default_identity)
+    lease_timings: LeaseTimings = field(default_factory=LeaseTimings)
+
+
+@dataclass
+class RunningController:
+    """A started controller: what the simulator and the tests hold on to."""
+
+    controller: GpuController
+    leadership: LeaderElector | AlwaysLeader
+    metrics: ControllerMetrics
+    elector_thread: threading.Thread | None
+
+    def is_leader(self) -> bool:
+        return self.leadership.is_leader()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """After ``stop`` is set: lets the workers finish, then frees the lease for a follower."""
+        self.controller.join_workers(timeout)
+        if self.elector_thread is not None:
+            self.elector_thread.join(timeout)
+        if isinstance(self.leadership, LeaderElector):
+            self.leadership.release()
+
+
+def start_controller(
+    api: KubeAPI, stop: threading.Event, options: ControllerOptions | None = None, clock: Clock | None = None
+) -> RunningController:
+    """Runs gpu-controller in this process against ``api`` until ``stop`` is set (non-blocking)."""
+    options = options or ControllerOptions()
+    clock = clock or SystemClock()
+    events = EventRecorder(api, COMPONENT, options.identity, clock)
+    elector: LeaderElector | None = None
+
+    def on_change(leading: bool) -> None:
+        controller.on_leadership(leading)  # looked up when called: the controller needs the elector first
+
+    if options.leader_elect:
+        elector = LeaderElector(
+            api,
+            options.identity,
+            options.settings.namespace,
+            clock,
+            name=LEASE_NAME,
+            timings=options.lease_timings,
+            on_change=on_change,
+        )
+    leadership = elector or AlwaysLeader()
+
+    def exported_cards() -> list[Object] | None:
+        return controller.cards.items() if controller.synced() and leadership.is_leader() else None
+
+    metrics = ControllerMetrics(exported_cards, leadership.is_leader)
+    controller = GpuController(api, options.settings, leadership, events, clock, metrics)
+    controller.start(stop)
+    thread = None
+    if elector is not None:
+        thread = threading.Thread(target=elector.run, args=(stop,), name="gpu-controller-lease", daemon=True)
+        thread.start()
+    log.info(
+        "started",
+        extra={
+            "identity": options.identity,
+            "namespace": options.settings.namespace,
+            "validatorSelector": options.settings.validator_selector,
+            "leaderElect": options.leader_elect,
+        },
+    )
+    return RunningController(controller, leadership, metrics, thread)
+
+
+def run_controller(
+    api: KubeAPI,
+    stop: threading.Event,
+    options: ControllerOptions | None = None,
+    listen: tuple[str, int] | None = None,
+) -> None:
+    """Blocks until ``stop``; serves /metrics, /healthz and /readyz on ``listen`` when given."""
+    running = start_controller(api, stop, options)
+    server = None
+    if listen is not None:
+        controller = running.controller
+        server = serve_endpoints(listen, running.metrics.registry, controller.health, controller.readiness)
+    stop.wait()
+    running.shutdown()
+    if server is not None:
+        server.shutdown()
+    log.info("stopped")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=COMPONENT, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="in-cluster config if unset"
+    )
+    parser.add_argument(
+        "--namespace",
+        default=os.environ.get("POD_NAMESPACE", "d8-gpu"),
+        help="namespace of the validator pods and the lease (env POD_NAMESPACE, default d8-gpu)",
+    )
+    parser.add_argument(
+        "--validator-selector",
+        default="app=nvidia-driver-validator",
+        help="label selector of the driver validator pods",
+    )
+    parser.add_argument(
+        "--listen-address",
+        default="0.0.0.0:8080",  # scraped and probed from outside the pod
+        help="host:port of /metrics, /healthz, /readyz",
+    )
+    parser.add_argument(
+        "--log-level", default=os.environ.get("LOG_LEVEL", "info"), help="debug, info, warning, error"
+    )
+    parser.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="elect one working replica through the coordination.k8s.io Lease gpu-controller",
+    )
+    parser.add_argument("--resync-seconds", type=float, default=300.0, help="safety resync interval")
+    args = parser.parse_args(argv)
+    try:
+        parse_selector(args.validator_selector)
+    except ValueError as error:
+        parser.error(f"--validator-selector: {error}")
+    host, _, port = args.listen_address.rpartition(":")
+    if not port.isdigit():
+        parser.error("--listen-address must be host:port")
+    args.listen = (host or "0.0.0.0", int(port))  # noqa: S104
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    json_logging.configure(COMPONENT, args.log_level)
+    # The *_created series double the output for nothing Prometheus uses with the text format.
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
+    from deckhouse_gpu.adapters.kube_client import load_kube  # noqa: PLC0415 - --help needs no client
+
+    api = load_kube(args.kubeconfig)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    settings = ControllerSettings(
+        namespace=args.namespace,
+        validator_selector=args.validator_selector,
+        resync_seconds=args.resync_seconds,
+    )
+    run_controller(api, stop, ControllerOptions(settings, leader_elect=args.leader_elect), args.listen)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

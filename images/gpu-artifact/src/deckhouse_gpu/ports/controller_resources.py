@@ -1,0 +1,8 @@
+"""The extra kinds gpu-controller reads and writes, beside those in ``ports.kube``."""
+
+from __future__ import annotations
+
+from deckhouse_gpu.ports.kube import Resource
+
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True, has_status=True)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)

@@ -1,0 +1,205 @@
+"""gpu-controller's event loop: watches, a per-node work queue, workers and a safety resync.
+
+Watches on PhysicalGPUs, the validator Pods and Nodes map every change to the node it
+concerns; the node is queued after a short debounce, so a burst of pod updates makes one
+pass over that node's cards only (prior art watched no pods and waited for the next Node
+update, pitfall 9). A slow resync queues every node again in case a change was missed.
+Workers reconcile only while this replica leads; keys that arrive meanwhile are dropped,
+and every node is queued when leadership is gained.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from deckhouse_gpu.domain.conditions import find
+from deckhouse_gpu.domain.driver_ready import card_node, pod_node, validated_by_nvidia_validator
+from deckhouse_gpu.domain.physicalgpu import DRIVER_READY
+from deckhouse_gpu.ports.clock import Clock
+from deckhouse_gpu.ports.controller_resources import PODS
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, Object
+from deckhouse_gpu.services.driver_ready_reconciler import ERROR, DriverReadyReconciler
+from deckhouse_gpu.services.driver_ready_writer import DriverReadyWriter
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.informer import Informer
+from deckhouse_gpu.services.work_queue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    namespace: str = "d8-gpu"  # where the validator pods (and the lease) live
+    validator_selector: str = "app=nvidia-driver-validator"
+    debounce_seconds: float = 0.2
+    resync_seconds: float = 300.0
+    workers: int = 2
+    backoff_initial_seconds: float = 0.5
+    backoff_max_seconds: float = 60.0
+    watch_timeout_seconds: int = 300
+    unhealthy_after_seconds: float = 300.0
+
+
+class Leadership(Protocol):
+    def is_leader(self) -> bool: ...
+
+
+class ReconcileObserver(Protocol):
+    def observe_reconcile(self, result: str, seconds: float) -> None: ...
+
+
+def _metadata_only(node: Object) -> Object:
+    """Nodes are big and only their existence matters here: keep the cache small."""
+    meta = node.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta}}
+
+
+class GpuController:
+    def __init__(
+        self,
+        api: KubeAPI,
+        settings: ControllerSettings,
+        leadership: Leadership,
+        events: EventRecorder,
+        clock: Clock,
+        observer: ReconcileObserver | None = None,
+    ) -> None:
+        self.settings = settings
+        self.leadership = leadership
+        self.clock = clock
+        self.observer = observer
+        # Real time, not ``clock``: the queue really sleeps until keys are due.
+        self.queue = WorkQueue(time.monotonic, settings.backoff_initial_seconds, settings.backoff_max_seconds)
+        timeout = settings.watch_timeout_seconds
+        self.cards = Informer(
+            api, PHYSICAL_GPUS, self._on_card, index_by=card_node, watch_timeout_seconds=timeout
+        )
+        self.pods = Informer(
+            api,
+            PODS,
+            self._on_pod,
+            namespace=settings.namespace,
+            label_selector=settings.validator_selector,
+            index_by=pod_node,
+            watch_timeout_seconds=timeout,
+        )
+        self.nodes = Informer(
+            api, NODES, self._on_node, transform=_metadata_only, watch_timeout_seconds=timeout
+        )
+        writer = DriverReadyWriter(api, leadership.is_leader)
+        self.reconciler = DriverReadyReconciler(self.cards, self.pods, self.nodes, writer, events, clock)
+        self._threads: list[threading.Thread] = []
+
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in (self.cards, self.pods, self.nodes))
+
+    def idle(self) -> bool:
+        """Caches filled and no node queued or in a pass: what tests and the simulator wait for."""
+        return self.synced() and self.queue.idle()
+
+    def health(self) -> tuple[bool, str]:
+        """Unhealthy when a worker died or a watch has failed for long: a restart may help."""
+        dead = [t.name for t in self._threads if not t.is_alive()]
+        if dead:
+            return False, f"threads stopped: {', '.join(dead)}"
+        now = time.monotonic()
+        for informer in (self.cards, self.pods, self.nodes):
+            failing = informer.failing_for(now)
+            if failing >= self.settings.unhealthy_after_seconds:
+                return False, f"{informer.resource.plural} list/watch failing for {failing:.0f} s"
+        return True, "ok"
+
+    def readiness(self) -> tuple[bool, str]:
+        return (True, "caches synced") if self.synced() else (False, "caches not synced yet")
+
+    def on_leadership(self, leading: bool) -> None:
+        if leading:
+            self.enqueue_all()
+
+    def enqueue_all(self) -> None:
+        for node in self.cards.index_values():
+            self.queue.add(node)
+
+    def start(self, stop: threading.Event) -> None:
+        targets: list[tuple[str, Callable[[threading.Event], None]]] = [
+            ("informer-physicalgpus", self.cards.run),
+            ("informer-pods", self.pods.run),
+            ("informer-nodes", self.nodes.run),
+            ("resync", self._resync),
+        ]
+        targets += [(f"worker-{n}", self._work) for n in range(self.settings.workers)]
+        for name, target in targets:
+            thread = threading.Thread(target=target, args=(stop,), name=f"gpu-controller-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        # The watch threads end at their next event or watch timeout; only workers are joined.
+        threading.Thread(
+            target=self._close_on, args=(stop,), name="gpu-controller-closer", daemon=True
+        ).start()
+
+    def join_workers(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            if thread.name.startswith("gpu-controller-worker"):
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _close_on(self, stop: threading.Event) -> None:
+        stop.wait()
+        self.queue.close()
+
+    def _enqueue(self, *nodes: str | None) -> None:
+        for node in {n for n in nodes if n}:
+            self.queue.add(node, self.settings.debounce_seconds)
+
+    def _on_card(self, old: Object | None, new: Object | None) -> None:
+        if old is None or new is None or _card_facts(old) != _card_facts(new):
+            self._enqueue(*(card_node(c) for c in (old, new) if c is not None))
+
+    def _on_pod(self, old: Object | None, new: Object | None) -> None:
+        self._enqueue(*(pod_node(p) for p in (old, new) if p is not None))
+
+    def _on_node(self, old: Object | None, new: Object | None) -> None:
+        if old is None or new is None:  # updates of an existing node change nothing here
+            self._enqueue(*(str(n["metadata"]["name"]) for n in (old, new) if n is not None))
+
+    def _resync(self, stop: threading.Event) -> None:
+        while not stop.wait(self.settings.resync_seconds):
+            self.enqueue_all()
+
+    def _work(self, stop: threading.Event) -> None:
+        while not stop.is_set() and not self.synced():
+            stop.wait(0.05)  # until the first lists: an empty pod cache would read as "no validator"
+        while (node := self.queue.get()) is not None:
+            try:
+                if self.leadership.is_leader():
+                    self._pass(node)
+            finally:
+                self.queue.done(node)
+
+    def _pass(self, node: str) -> None:
+        started = time.perf_counter()
+        try:
+            outcome = self.reconciler.reconcile(node)
+            result = outcome.result
+        except Exception:  # a bug in one pass must not stop the worker
+            log.exception("reconcile crashed", extra={"node": node})
+            result = ERROR
+        if self.observer is not None:
+            self.observer.observe_reconcile(result, time.perf_counter() - started)
+        if result == ERROR:
+            delay = self.queue.retry(node)
+            log.warning("node pass failed; retrying", extra={"node": node, "retrySeconds": delay})
+        else:
+            self.queue.forget(node)
+
+
+def _card_facts(card: Object) -> tuple[object, ...]:
+    """What a card change must touch to matter here; other writers' updates are ignored."""
+    conditions = (card.get("status") or {}).get("conditions")
+    generation = (card.get("metadata") or {}).get("generation")
+    return (card_node(card), validated_by_nvidia_validator(card), find(conditions, DRIVER_READY), generation)

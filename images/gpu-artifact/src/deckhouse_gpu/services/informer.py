@@ -1,0 +1,180 @@
+"""A list-and-watch cache of one kind of object, with an index and change callbacks.
+
+The controller reads only from these caches and calls the API only to write, so a burst of
+pod or card events costs no API requests unless something must change. A list replaces the
+cache atomically (never an empty moment that would read as "no validator pods"), a watch
+resumes from the last resourceVersion it saw, and an expired watch lists again, reporting
+what changed in between as ordinary changes. Cached objects are shared, never copied: readers
+and change handlers must treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Object, Resource, WatchExpired
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (namespace or "", name)
+OnChange = Callable[[Object | None, Object | None], None]  # (old, new); None when absent
+IndexBy = Callable[[Object], str | None]
+Transform = Callable[[Object], Object]
+
+
+def key_of(obj: Object) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+class Informer:
+    def __init__(
+        self,
+        api: KubeAPI,
+        resource: Resource,
+        on_change: OnChange,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        index_by: IndexBy | None = None,
+        transform: Transform | None = None,
+        watch_timeout_seconds: int = 300,
+        retry_seconds: float = 1.0,
+        retry_max_seconds: float = 30.0,
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.on_change = on_change
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self._index_by = index_by or (lambda _: None)
+        self._transform = transform or (lambda obj: obj)  # what the cache keeps of each object
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self.retry_seconds = retry_seconds
+        self.retry_max_seconds = retry_max_seconds
+        self.synced = threading.Event()
+        self._lock = threading.Lock()
+        self._store: dict[Key, Object] = {}
+        self._index: dict[str, set[Key]] = defaultdict(set)
+        self._failing_since: float | None = None
+
+    def items(self) -> list[Object]:
+        with self._lock:
+            return list(self._store.values())
+
+    def indexed(self, value: str) -> list[Object]:
+        with self._lock:
+            return [self._store[key] for key in sorted(self._index.get(value, ()))]
+
+    def index_values(self) -> list[str]:
+        with self._lock:
+            return sorted(value for value, keys in self._index.items() if keys)
+
+    def get(self, name: str, namespace: str = "") -> Object | None:
+        with self._lock:
+            return self._store.get((namespace, name))
+
+    def failing_for(self, now: float) -> float:
+        """Seconds the list or watch has been failing without a success in between; 0 when fine."""
+        since = self._failing_since
+        return 0.0 if since is None else now - since
+
+    def list_once(self) -> str:
+        """Lists and replaces the cache (reporting the differences); returns the list's version."""
+        listed = self.api.list(self.resource, self.label_selector, self.namespace)
+        self._replace(listed.items)
+        self._failing_since = None
+        self.synced.set()
+        return listed.resource_version
+
+    def run(self, stop: threading.Event) -> None:
+        """Lists, then follows the watch, until ``stop``; failures back off up to ``retry_max_seconds``."""
+        where = {
+            "resource": self.resource.plural,
+            "namespace": self.namespace,
+            "selector": self.label_selector,
+        }
+        delay = self.retry_seconds
+        while not stop.is_set():
+            try:
+                version = self.list_once()
+                delay = self.retry_seconds
+                self._follow(version, stop)
+            except WatchExpired:
+                log.debug("watch expired; listing again", extra=where)
+            except KubeError as error:
+                if self._failing_since is None:
+                    self._failing_since = time.monotonic()
+                log.warning(
+                    "list or watch failed; retrying",
+                    extra={**where, "error": str(error), "retrySeconds": delay},
+                )
+                stop.wait(delay)
+                delay = min(delay * 2, self.retry_max_seconds)
+
+    def _follow(self, version: str, stop: threading.Event) -> None:
+        while not stop.is_set():
+            started, seen = time.monotonic(), 0
+            stream = self.api.watch(
+                self.resource, version, self.label_selector, self.namespace, self.watch_timeout_seconds
+            )
+            for event in stream:
+                seen += 1
+                meta = event.object.get("metadata") or {}
+                version = str(meta.get("resourceVersion") or version)
+                kept = None if event.type == "DELETED" else self._transform(event.object)
+                self._apply(kept, event.object)
+                if stop.is_set():
+                    return
+            if not seen and time.monotonic() - started < 1.0:
+                # A stream closed at once with nothing in it (a proxy cutting watches): don't spin.
+                stop.wait(self.retry_seconds)
+
+    def _replace(self, items: list[Object]) -> None:
+        fresh = {key_of(obj): self._transform(obj) for obj in items}
+        with self._lock:
+            old = self._store
+            self._store = fresh
+            self._index = defaultdict(set)
+            for key, obj in fresh.items():
+                self._add_index(key, obj)
+        for key, obj in fresh.items():
+            if old.get(key) != obj:
+                self._notify(old.get(key), obj)
+        for key, gone in old.items():
+            if key not in fresh:
+                self._notify(gone, None)
+
+    def _apply(self, new: Object | None, seen: Object) -> None:
+        key = key_of(seen)
+        with self._lock:
+            old = self._store.pop(key, None)
+            if old is not None:
+                self._drop_index(key, old)
+            if new is not None:
+                self._store[key] = new
+                self._add_index(key, new)
+        if old != new:
+            self._notify(old, new)
+
+    def _add_index(self, key: Key, obj: Object) -> None:
+        value = self._index_by(obj)
+        if value is not None:
+            self._index[value].add(key)
+
+    def _drop_index(self, key: Key, obj: Object) -> None:
+        value = self._index_by(obj)
+        if value is not None:
+            self._index[value].discard(key)
+            if not self._index[value]:
+                del self._index[value]
+
+    def _notify(self, old: Object | None, new: Object | None) -> None:
+        try:
+            self.on_change(old, new)
+        except Exception:  # a handler bug must not kill the cache
+            log.exception("change handler failed", extra={"resource": self.resource.plural})
