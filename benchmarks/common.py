@@ -1,0 +1,89 @@
+"""Shared pieces of the benchmarks: the HGX-like node, timing, and running a component process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+
+GPUS = 8
+OTHER_DEVICES = 200
+NODE = "bench-node"
+ADDRESSES = [f"0000:{0x18 + index * 0x10:02x}:00.0" for index in range(GPUS)]
+
+
+def build_host(root: Path) -> HostBuilder:
+    """8 H100 GPUs among 200 other PCI functions (bridges, NICs, NVMe, BMC VGA, GPU audio, NVSwitch)."""
+    host = HostBuilder(root).standard_node()
+    host.add_other_devices(OTHER_DEVICES)
+    for index, address in enumerate(ADDRESSES):
+        host.add_gpu("h100-80gb", address, iommu_group=index)
+    return host
+
+
+def timed(action: Callable[[], object], runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def report(name: str, samples: list[float]) -> None:
+    ordered = sorted(samples)
+    p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]
+    median = statistics.median(ordered)
+    print(f"  {name:<52} p50 {median:7.2f} ms   p95 {p95:7.2f} ms   n={len(ordered)}")
+
+
+def line(name: str, value: float, unit: str, decimals: int = 1) -> None:
+    print(f"  {name:<52} {value:7.{decimals}f} {unit}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def memory_mib(pid: int) -> dict[str, float]:
+    """VmRSS (resident now) and VmHWM (peak) of a process."""
+    fields = {}
+    for entry in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = entry.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return fields
+
+
+def measure_process(
+    module: str, argv: list[str], ready: Callable[[], bool], timeout: float = 30.0
+) -> tuple[float, dict[str, float]] | None:
+    """Starts ``python -m module argv``; seconds until ``ready()`` and memory a second later."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, *argv],
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "LOG_LEVEL": "error"},
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+        startup = time.perf_counter() - started
+        time.sleep(1.0)  # let the watches and monitors settle
+        return startup, memory_mib(process.pid)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)

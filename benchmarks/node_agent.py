@@ -1,0 +1,87 @@
+"""gpu-node-agent: scan time, pass time and process memory (targets: scan < 20 ms, RSS < 40 MiB)."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.support.fake_apiserver import FakeApiServer
+from tests.support.kubeconfig import write_kubeconfig
+
+from benchmarks.common import GPUS, NODE, OTHER_DEVICES, free_port, line, measure_process, report, timed
+from deckhouse_gpu.adapters.kube_client import load_kube
+from deckhouse_gpu.adapters.memory_kube import MemoryKube
+from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.ports.clock import SystemClock
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.inventory_sync import InventorySync, read_host
+
+
+def make_sync(api: KubeAPI, host: HostBuilder) -> InventorySync:
+    return InventorySync(api, SysfsHost(host.root), NODE, EventRecorder(api, "bench", NODE, SystemClock()))
+
+
+def bench_scan(host: HostBuilder) -> None:
+    reader = SysfsHost(host.root)
+    reader.pci_ids()  # parsed once at start in the agent
+    print(f"gpu-node-agent scan ({GPUS} GPUs among {GPUS + OTHER_DEVICES} PCI functions; target < 20 ms)")
+    report("sysfs scan only", timed(reader.scan_pci, 200))
+    report("scan + node facts + desired objects", timed(lambda: read_host(reader, NODE), 200))
+    started = time.perf_counter()
+    SysfsHost(host.root).pci_ids()
+    line("pci.ids parse (once per start or change)", (time.perf_counter() - started) * 1000, "ms", 2)
+    real = SysfsHost("/")  # this machine's own pci.ids, if it has one (Debian: package hwdata)
+    started = time.perf_counter()
+    if real.pci_ids() is not None:
+        line("pci.ids parse, this machine's full database", (time.perf_counter() - started) * 1000, "ms", 2)
+
+
+def bench_pass(label: str, api: KubeAPI, host: HostBuilder) -> None:
+    sync = make_sync(api, host)
+    report(f"{label}: first pass, creates {GPUS}", timed(sync.sync, 1))
+    report(f"{label}: pass, nothing to change", timed(sync.sync, 50))
+
+
+def bench_passes(host: HostBuilder, workdir: Path) -> None:
+    print("gpu-node-agent scan and publish (one pass: scan, list, compare, write what changed)")
+    memory = MemoryKube()
+    memory.create(NODES, {"metadata": {"name": NODE}})
+    bench_pass("in-memory API", memory, host)
+    with FakeApiServer() as server:
+        server.kube.create(NODES, {"metadata": {"name": NODE}})
+        bench_pass("kubernetes client, local HTTP", load_kube(write_kubeconfig(workdir, server.url)), host)
+
+
+def readyz(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def bench_process(host: HostBuilder, workdir: Path) -> None:
+    print("gpu-node-agent process (real entry point and client, local fake API server; target RSS < 40 MiB)")
+    with FakeApiServer() as server:
+        server.kube.create(NODES, {"metadata": {"name": NODE}})
+        port = free_port()
+        argv = ["--node-name", NODE, "--host-root", str(host.root), "--kubeconfig",
+                write_kubeconfig(workdir, server.url), "--health-address", f"127.0.0.1:{port}"]  # fmt: skip
+        measured = measure_process("deckhouse_gpu.cmd.node_agent", argv, lambda: readyz(port))
+        if measured is None:
+            print("  the agent never became ready")
+            return
+        startup, memory = measured
+        line("start to first successful pass (readyz 200)", startup * 1000, "ms", 0)
+        line("resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
+        line("peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
+        line("PhysicalGPUs written", len(server.kube.list(PHYSICAL_GPUS).items), "", 0)
+
+
+def run(host: HostBuilder, workdir: Path) -> None:
+    bench_scan(host)
+    bench_passes(host, workdir)
+    bench_process(host, workdir)
