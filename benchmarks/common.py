@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,12 +46,6 @@ def report(name: str, samples: list[float]) -> None:
 
 def line(name: str, value: float, unit: str, decimals: int = 1) -> None:
     print(f"  {name:<52} {value:7.{decimals}f} {unit}")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def memory_mib(pid: int) -> dict[str, float]:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from tests.support.fake_apiserver import FakeApiServer
 from tests.support.kubeconfig import write_kubeconfig
+from tests.support.waiting import free_port
 
-from benchmarks.common import GPUS, NODE, OTHER_DEVICES, free_port, line, measure_process, report, timed
+from benchmarks.common import GPUS, NODE, OTHER_DEVICES, line, measure_process, report, timed
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder

@@ -27,6 +27,7 @@ from deckhouse_gpu.ports.kube import (
 )
 from tests.support import kubeconfig as support_kubeconfig
 from tests.support.fake_apiserver import FakeApiServer, RecordedRequest
+from tests.support.waiting import free_port
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", namespaced=True)
 RESOURCES = (NODES, EVENTS, PHYSICAL_GPUS, WIDGETS)
@@ -57,12 +58,6 @@ def gpu(name, labels=None):
 
 def last(server: FakeApiServer) -> RecordedRequest:
     return server.requests[-1]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_is_a_kube_api(kube):

@@ -16,7 +16,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from deckhouse_gpu.cmd.controller import parse_args
 from deckhouse_gpu.ports.controller_resources import LEASES, PODS
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS
-from tests.cmd.test_node_agent_process import free_port
 from tests.support.controller_objects import (
     add_card,
     add_node,
@@ -25,10 +24,10 @@ from tests.support.controller_objects import (
     driver_ready,
     ready_status,
     set_pod_status,
-    wait_for,
 )
 from tests.support.fake_apiserver import FakeApiServer
 from tests.support.kubeconfig import write_kubeconfig
+from tests.support.waiting import free_port, wait_for
 
 
 def get(url: str) -> tuple[int, str]:

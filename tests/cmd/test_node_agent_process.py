@@ -3,10 +3,8 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -18,21 +16,7 @@ from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
 from tests.support.fake_apiserver import FakeApiServer
 from tests.support.kubeconfig import write_kubeconfig
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.02)
-    pytest.fail(f"condition not met within {timeout} s")
+from tests.support.waiting import free_port, wait_for
 
 
 def readyz(port: int) -> int:

@@ -19,8 +19,8 @@ from tests.support.controller_objects import (
     driver_ready,
     ready_status,
     set_pod_status,
-    wait_for,
 )
+from tests.support.waiting import wait_for
 
 # Only the watches can deliver a change in these tests: the safety resync never comes.
 SETTINGS = ControllerSettings(debounce_seconds=0.02, resync_seconds=3600, watch_timeout_seconds=2)

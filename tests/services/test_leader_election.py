@@ -20,8 +20,8 @@ from tests.support.controller_objects import (
     driver_ready,
     ready_status,
     set_pod_status,
-    wait_for,
 )
+from tests.support.waiting import wait_for
 
 
 class ReplicaClock:

@@ -1,7 +1,6 @@
 """The agent's real loop in a thread against the in-memory API: event-driven, within a second."""
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -18,6 +17,7 @@ from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync, SyncReport
 from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
 from deckhouse_gpu.services.trigger_loop import Trigger
+from tests.support.waiting import wait_for
 
 # Long enough that no test passes because of a periodic rescan.
 SETTINGS = LoopSettings(
@@ -26,13 +26,7 @@ SETTINGS = LoopSettings(
 
 
 def eventually(condition: Callable[[], bool], timeout: float = 1.0) -> float:
-    """Seconds until ``condition`` held; fails the test after ``timeout``."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if condition():
-            return time.monotonic() - started
-        time.sleep(0.005)
-    pytest.fail(f"condition not met within {timeout} s")
+    return wait_for(condition, timeout)
 
 
 class Agent:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.controller_resources import PODS
@@ -94,13 +90,3 @@ def add_node(kube: MemoryKube, name: str) -> dict[str, Any]:
 def driver_ready(kube: MemoryKube, name: str) -> dict[str, Any] | None:
     conditions = (kube.get(PHYSICAL_GPUS, name).get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c["type"] == "DriverReady"), None)
-
-
-def wait_for(condition: Callable[[], object], timeout: float = 5.0, what: str = "condition") -> float:
-    """Polls ``condition`` until it holds; returns the seconds it took."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        if condition():
-            return time.monotonic() - started
-        time.sleep(0.005)
-    pytest.fail(f"{what} not met within {timeout} s")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import socket
 import sys
 import threading
@@ -22,6 +21,7 @@ import prometheus_client
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
 from deckhouse_gpu.adapters.metrics_server import serve_endpoints
+from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.domain.label_selector import parse_selector
 from deckhouse_gpu.domain.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock, SystemClock
@@ -170,10 +170,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parse_selector(args.validator_selector)
     except ValueError as error:
         parser.error(f"--validator-selector: {error}")
-    host, _, port = args.listen_address.rpartition(":")
-    if not port.isdigit():
-        parser.error("--listen-address must be host:port")
-    args.listen = (host or "0.0.0.0", int(port))  # noqa: S104
+    try:
+        args.listen = listen_address(args.listen_address)
+    except ValueError as error:
+        parser.error(f"--listen-address: {error}")
     return args
 
 
@@ -186,8 +186,7 @@ def main(argv: list[str] | None = None) -> int:
 
     api = load_kube(args.kubeconfig)
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop_on_signals(stop)
     settings = ControllerSettings(
         namespace=args.namespace,
         validator_selector=args.validator_selector,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -21,6 +20,7 @@ import yaml
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.cmd import handler_wiring as wiring
+from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.domain.hardware_health import HealthSettings
 from deckhouse_gpu.domain.inventory import node_selector
 from deckhouse_gpu.ports.clock import SystemClock, rfc3339
@@ -151,15 +151,8 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     health = HealthState()
     loop = HandlerLoop(capabilities, health, clock, HandlerSettings(args.heartbeat_seconds, args.health))
     stop = threading.Event()
-
-    def shutdown(*_: object) -> None:
-        stop.set()
-        loop.wake()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, shutdown)
-    host, _, port = args.health_address.rpartition(":")
-    server = serve_health(health, (host or "0.0.0.0", int(port)), clock.monotonic)  # noqa: S104
+    stop_on_signals(stop, loop.wake)
+    server = serve_health(health, listen_address(args.health_address), clock.monotonic)
     start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
     loop.run(stop)
     server.shutdown()

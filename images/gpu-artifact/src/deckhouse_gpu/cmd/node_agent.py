@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import threading
 from typing import TextIO
@@ -22,6 +21,7 @@ from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.adapters.udev_events import UdevUnavailable, watch_pci_events
+from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.domain.inventory import node_selector
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostReader, HostUnreadable
@@ -117,15 +117,8 @@ def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
     if args.once:
         return 0 if loop.run_once().ok else 1
     stop = threading.Event()
-
-    def shutdown(*_: object) -> None:
-        stop.set()
-        loop.wake()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, shutdown)
-    host_part, _, port = args.health_address.rpartition(":")
-    server = serve_health(health, (host_part or "0.0.0.0", int(port)), clock.monotonic)  # noqa: S104
+    stop_on_signals(stop, loop.wake)
+    server = serve_health(health, listen_address(args.health_address), clock.monotonic)
     try:
         watch_pci_events(loop.notify_udev, stop)
     except UdevUnavailable as error:
