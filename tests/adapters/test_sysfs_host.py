@@ -20,6 +20,7 @@ def test_only_supported_gpus_are_reported(host: HostBuilder):
     assert a30.driver == "nvidia"
     assert a30.iommu_group == 30
     assert a30.numa_node is None  # sysfs says -1
+    assert a30.pcie_root == "pci0000:17"  # from the resolved sysfs path
     assert scan.gpus[1].driver is None
 
 

@@ -60,3 +60,11 @@ def test_driver_type_mapping():
 )
 def test_is_pci_address(text, ok):
     assert is_pci_address(text) is ok
+
+
+def test_pcie_root_from_a_resolved_sysfs_path():
+    from deckhouse_gpu.domain.pci import pcie_root  # noqa: PLC0415
+
+    assert pcie_root("/sys/devices/pci0000:16/0000:16:02.0/0000:17:00.0") == "pci0000:16"
+    assert pcie_root("/host/sys/devices/pci10000:00/0000:17:00.0") is None  # VMD domains have no plain root
+    assert pcie_root("/tmp/elsewhere/0000:17:00.0") is None

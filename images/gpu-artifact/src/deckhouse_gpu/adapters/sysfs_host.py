@@ -16,6 +16,7 @@ from deckhouse_gpu.domain.pci import (
     is_pci_address,
     parse_class_code,
     parse_hex_id,
+    pcie_root,
 )
 from deckhouse_gpu.domain.pciids import PciIds, parse_pci_ids
 from deckhouse_gpu.ports.host import HostUnreadable, PciScan
@@ -97,6 +98,7 @@ class SysfsHost:
             driver=_link_name(base / "driver"),
             iommu_group=_optional_int(_link_name(base / "iommu_group")),
             numa_node=_numa_node(base / "numa_node"),
+            pcie_root=pcie_root(os.path.realpath(base)),
         )
 
     def facts(self) -> HostFacts:

@@ -74,6 +74,7 @@ def describe_gpu(node_name: str, device: PciDevice, ids: PciIds | None, node: No
         subsystem=subsystem,
         iommu_group=device.iommu_group,
         numa_node=device.numa_node,
+        pcie_root=device.pcie_root,
     )
     current_state: dict[str, Any] = {}
     kind = driver_type(device.driver)

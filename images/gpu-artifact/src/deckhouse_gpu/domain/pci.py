@@ -83,6 +83,15 @@ class PciDevice:
     driver: str | None = None
     iommu_group: int | None = None
     numa_node: int | None = None
+    pcie_root: str | None = None  # "pci0000:16": the root complex, for topology-aligned allocation
+
+
+def pcie_root(sysfs_path: str) -> str | None:
+    """The root complex of a device from its resolved sysfs path (``/sys/devices/pci0000:16/...``)."""
+    for part in sysfs_path.split("/"):
+        if part.startswith("pci") and len(part) == 10 and ":" in part:
+            return part
+    return None
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,7 @@ class PCIInfo:
     subsystem: PCISubsystem | None = None
     iommu_group: int | None = None
     numa_node: int | None = None
+    pcie_root: str | None = None
 
 
 @dataclass(frozen=True)

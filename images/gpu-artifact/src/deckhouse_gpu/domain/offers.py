@@ -1,0 +1,93 @@
+"""DRA offers: what each healthy card can be allocated as (ARCHITECTURE.md D2, D5, D6).
+
+Pure data. A card gives one Physical offer and, when MIG-capable and allowed, one MIG offer per
+(profile, placement). One counter set per MIG-capable card makes Physical and MIG exclusive in
+the scheduler itself: the Physical offer consumes the whole set, a MIG offer its profile's
+engines and its placement's memory slices.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from deckhouse_gpu.domain.naming import pci_address_slug
+
+DRIVER = "gpu.deckhouse.io"
+STANDARD_DOMAIN = "resource.kubernetes.io"
+PHYSICAL: Literal["Physical"] = "Physical"
+MIG: Literal["MIG"] = "MIG"
+
+# Engine counters: (counter name, field of a MIG profile in PhysicalGPU status).
+ENGINE_COUNTERS: tuple[tuple[str, str], ...] = (
+    ("multiprocessors", "multiprocessors"),
+    ("copy-engines", "copyEngines"),
+    ("decoders", "decoders"),
+    ("encoders", "encoders"),
+    ("jpeg-engines", "jpegEngines"),
+    ("ofa-engines", "ofaEngines"),
+)
+
+AttributeValue = str | int | bool
+
+
+@dataclass(frozen=True)
+class RequestPolicy:
+    default: str
+    min: str
+    max: str
+    step: str
+
+
+@dataclass(frozen=True)
+class Capacity:
+    value: str  # a Kubernetes quantity
+    policy: RequestPolicy | None = None
+
+
+@dataclass(frozen=True)
+class Offer:
+    name: str  # DNS label; sorted names are the scheduler's first-fit order
+    card: str  # PCI address of the card
+    kind: Literal["Physical", "MIG"]
+    attributes: dict[str, AttributeValue]  # qualified names; unqualified ones are the driver's
+    capacity: dict[str, Capacity]
+    consumes: dict[str, str] = field(default_factory=dict)  # counter -> quantity, from the card's set
+    shared: bool = False  # allowMultipleAllocations
+
+
+@dataclass(frozen=True)
+class CounterSet:
+    name: str
+    counters: dict[str, str]
+
+
+@dataclass(frozen=True)
+class CardOffers:
+    address: str
+    counter_set: CounterSet | None
+    offers: list[Offer]
+
+
+@dataclass(frozen=True)
+class OfferPolicy:
+    """What this node and this API server allow."""
+
+    mig: bool = True  # false on nodes labelled gpu.deckhouse.io/mig=false
+    sharing: bool = False  # true on nodes labelled gpu.deckhouse.io/sharing=true
+    partitionable: bool = True  # the API server keeps sharedCounters/consumesCounters
+    consumable: bool = True  # the API server keeps allowMultipleAllocations/requestPolicy
+
+
+def physical_name(address: str) -> str:
+    return f"gpu-{pci_address_slug(address)}"
+
+
+def mig_name(address: str, profile: str, start: int) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", profile.lower()).strip("-")
+    return f"{physical_name(address)}-mig-{slug}-{start}"
+
+
+def mebibytes(mib: int) -> str:
+    return f"{mib}Mi"
