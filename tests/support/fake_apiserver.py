@@ -166,6 +166,12 @@ class _Handler(BaseHTTPRequestHandler):
                 raise injected
             if not parsed:
                 raise HttpError(400, "BadRequest", "the request body is not valid JSON")
+            if method == "GET" and url.path == "/version":
+                major, minor = self.fake.kube.server_version()
+                self._send(
+                    200, {"major": str(major), "minor": f"{minor}+", "gitVersion": f"v{major}.{minor}.0"}
+                )
+                return
             self._dispatch(method, self.fake.route(url.path), query, body, content_type)
         except HttpError as error:
             self._send(error.code, status(error.code, error.reason, str(error)))
@@ -182,7 +188,13 @@ class _Handler(BaseHTTPRequestHandler):
         if name is None and method == "GET" and query.get("watch") in ("true", "1"):
             self._watch(route, query)
         elif name is None and method == "GET":
-            self._send(200, list_body(resource, kube.list(resource, label_selector(query), namespace)))
+            self._send(
+                200,
+                list_body(
+                    resource,
+                    kube.list(resource, label_selector(query), namespace, query.get("fieldSelector")),
+                ),
+            )
         elif name is None and method == "POST":
             self._send(201, kube.create(resource, with_namespace(body, namespace)))
         elif name is not None and method == "GET":
@@ -201,7 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
         selector, expired = label_selector(query), None
         stream: Iterator[WatchEvent] = iter(())
         try:
-            stream = self.fake.kube.watch(route.resource, version, selector, route.namespace, timeout)
+            stream = self.fake.kube.watch(
+                route.resource, version, selector, route.namespace, timeout, query.get("fieldSelector")
+            )
         except WatchExpired as error:
             # Like the real server: a watch from a too old version still answers 200, then says
             # so in an ERROR event.

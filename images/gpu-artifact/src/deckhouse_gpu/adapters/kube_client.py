@@ -52,10 +52,23 @@ class ClientKube:
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         return self._json("GET", _path(resource, namespace, name))
 
+    def server_version(self) -> tuple[int, int]:
+        info = self._json("GET", "/version")
+        # Managed distributions report minors like "35+"; only the digits count.
+        digits = ["".join(ch for ch in str(info.get(key, "")) if ch.isdigit()) for key in ("major", "minor")]
+        if not all(digits):
+            raise KubeError(f"GET /version: cannot read the version from {info!r}")
+        return int(digits[0]), int(digits[1])
+
     def list(
-        self, resource: Resource, label_selector: str | None = None, namespace: str | None = None
+        self,
+        resource: Resource,
+        label_selector: str | None = None,
+        namespace: str | None = None,
+        field_selector: str | None = None,
     ) -> ObjectList:
         query = [("labelSelector", label_selector)] if label_selector else []
+        query += [("fieldSelector", field_selector)] if field_selector else []
         body = self._json("GET", _path(resource, namespace, required=False), query)
         # Lists of built-in kinds leave apiVersion and kind out of their items; put them back so
         # that every object looks the same whichever way it was read.
@@ -100,11 +113,14 @@ class ClientKube:
         label_selector: str | None = None,
         namespace: str | None = None,
         timeout_seconds: int = 300,
+        field_selector: str | None = None,
     ) -> Iterator[WatchEvent]:
         query = [("watch", "true"), ("resourceVersion", resource_version)]
         query += [("timeoutSeconds", str(timeout_seconds)), ("allowWatchBookmarks", "false")]
         if label_selector:
             query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
         # The server ends the stream at timeoutSeconds; the read timeout only catches a server
         # that went silent for good.
         read_timeout = timeout_seconds + self._read_timeout

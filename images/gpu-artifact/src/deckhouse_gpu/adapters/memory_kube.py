@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 
 from deckhouse_gpu.adapters import memory_kube_rules as rules
 from deckhouse_gpu.adapters.memory_kube_rules import Change, EventType, Key, Kind
-from deckhouse_gpu.domain.label_selector import Selector
 from deckhouse_gpu.ports.kube import (
     AlreadyExists,
     KubeError,
@@ -52,6 +51,9 @@ class MemoryKube:
         self._failures: dict[str, deque[KubeError]] = defaultdict(deque)
         self.calls: Counter[str] = Counter()
         """Calls per verb, failed ones included: lets a test assert that nothing was written."""
+        self.version: tuple[int, int] = (1, 35)
+        # Mimics an API server with a feature gate off: it silently drops that feature's fields.
+        self.drop_fields: Callable[[Resource, Object], Object] | None = None
 
     def fail_next(self, verb: str, error: KubeError, times: int = 1) -> None:
         """Makes the next ``times`` calls of ``verb`` raise ``error`` before doing anything."""
@@ -64,6 +66,13 @@ class MemoryKube:
     def writes(self) -> int:
         return sum(self.calls[verb] for verb in WRITE_VERBS)
 
+    def _admit(self, resource: Resource, obj: Object) -> Object:
+        return self.drop_fields(resource, obj) if self.drop_fields is not None else obj
+
+    def server_version(self) -> tuple[int, int]:
+        """What ``version`` says: tests and the simulator choose the Kubernetes version to mimic."""
+        return self.version
+
     @property
     def resource_version(self) -> str:
         with self._cond:
@@ -75,11 +84,15 @@ class MemoryKube:
             return copy.deepcopy(self._find(resource, rules.key_of(resource, namespace, name)))
 
     def list(
-        self, resource: Resource, label_selector: str | None = None, namespace: str | None = None
+        self,
+        resource: Resource,
+        label_selector: str | None = None,
+        namespace: str | None = None,
+        field_selector: str | None = None,
     ) -> ObjectList:
         with self._cond:
             self._begin("list")
-            selector = rules.selector(label_selector)
+            selector = rules.selector(label_selector, field_selector)
             rules.check_scope(resource, namespace, required=False)
             bucket = self._store[rules.kind_of(resource)]
             items = [copy.deepcopy(obj) for obj in rules.matching(bucket, namespace, selector)]
@@ -95,6 +108,7 @@ class MemoryKube:
             if (namespace, name) in bucket:
                 raise AlreadyExists(f'{resource.plural} "{name}" already exists')
             rules.stamp_created(new, name, self._clock())
+            new = self._admit(resource, new)
             return copy.deepcopy(self._commit(rules.kind_of(resource), "ADDED", new, None))
 
     def patch(
@@ -110,7 +124,7 @@ class MemoryKube:
             key = rules.key_of(resource, namespace, name)
             rules.check_patch(resource, patch, subresource)
             current = self._find(resource, key)
-            new = rules.patched(resource, current, patch, subresource)
+            new = self._admit(resource, rules.patched(resource, current, patch, subresource))
             if new == current:
                 return copy.deepcopy(current)  # a no-op: no new resourceVersion, no event
             return copy.deepcopy(self._commit(rules.kind_of(resource), "MODIFIED", new, current))
@@ -135,12 +149,13 @@ class MemoryKube:
         label_selector: str | None = None,
         namespace: str | None = None,
         timeout_seconds: int = 300,
+        field_selector: str | None = None,
     ) -> Iterator[WatchEvent]:
         # A bad request fails here, as the real request would; a too old version fails at the first
         # next(), as the real server's ERROR event does, so callers handle it where they must.
         with self._cond:
             self._begin("watch")
-            selector = rules.selector(label_selector)
+            selector = rules.selector(label_selector, field_selector)
             rules.check_scope(resource, namespace, required=False)
             since = rules.watch_start(resource_version)
             initial: tuple[WatchEvent, ...] = ()
@@ -161,7 +176,7 @@ class MemoryKube:
         kind: Kind,
         since: int,
         initial: tuple[WatchEvent, ...],
-        selector: Selector,
+        selector: rules.ObjectSelector,
         namespace: str | None,
         deadline: float,
     ) -> Iterator[WatchEvent]:

@@ -55,21 +55,40 @@ def check_scope(resource: Resource, namespace: str | None, *, required: bool) ->
         raise Invalid(f"{resource.plural} are cluster-scoped: no namespace may be given")
 
 
-def selector(text: str | None) -> Selector:
+@dataclass(frozen=True)
+class ObjectSelector:
+    """A label selector and the one field selector the project uses, ``metadata.name=<name>``."""
+
+    labels: Selector
+    name: str | None = None
+
+    def matches(self, obj: Object) -> bool:
+        return (
+            self.name is None or obj.get("metadata", {}).get("name") == self.name
+        ) and self.labels.matches(labels(obj))
+
+
+def selector(text: str | None, field_selector: str | None = None) -> ObjectSelector:
     try:
-        return parse_selector(text)
+        chosen = parse_selector(text)
     except ValueError as error:
         raise Invalid(str(error)) from error
+    if not field_selector:
+        return ObjectSelector(chosen)
+    key, _, value = field_selector.partition("=")
+    if key != "metadata.name" or not value or "," in value:
+        raise Invalid(f"field selector {field_selector!r}: only metadata.name=<name> is supported here")
+    return ObjectSelector(chosen, value.removeprefix("="))
 
 
 def labels(obj: Object) -> dict[str, str]:
     return obj.get("metadata", {}).get("labels") or {}
 
 
-def matching(bucket: dict[Key, Object], namespace: str | None, chosen: Selector) -> Iterator[Object]:
+def matching(bucket: dict[Key, Object], namespace: str | None, chosen: ObjectSelector) -> Iterator[Object]:
     """The objects a list returns, in the server's order: by namespace, then name."""
     for (ns, _), obj in sorted(bucket.items(), key=_sort_key):
-        if namespace in (None, ns) and chosen.matches(labels(obj)):
+        if namespace in (None, ns) and chosen.matches(obj):
             yield obj
 
 
@@ -143,12 +162,12 @@ def check_uid(current: Object, uid: str | None) -> None:
         raise Conflict(f"precondition failed: UID in precondition: {uid}, UID in object: {actual}")
 
 
-def visible(change: Change, kind: Kind, chosen: Selector, namespace: str | None) -> WatchEvent | None:
+def visible(change: Change, kind: Kind, chosen: ObjectSelector, namespace: str | None) -> WatchEvent | None:
     """What a watch on ``kind`` in ``namespace`` with ``chosen`` sees of ``change``, if anything."""
     if change.kind != kind or namespace not in (None, change.object["metadata"].get("namespace")):
         return None
-    matches = chosen.matches(labels(change.object))
-    matched = change.previous is not None and chosen.matches(labels(change.previous))
+    matches = chosen.matches(change.object)
+    matched = change.previous is not None and chosen.matches(change.previous)
     type_ = change.type
     # As the watch cache does: a change that moves an object across the selector's boundary is
     # seen as its arrival or departure.

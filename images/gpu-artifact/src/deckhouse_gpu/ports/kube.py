@@ -80,11 +80,21 @@ class WatchEvent:
 
 
 class KubeAPI(Protocol):
+    def server_version(self) -> tuple[int, int]:
+        """(major, minor) of the API server, e.g. (1, 35); it decides the ResourceSlice layout."""
+        ...
+
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object: ...
 
     def list(
-        self, resource: Resource, label_selector: str | None = None, namespace: str | None = None
-    ) -> ObjectList: ...
+        self,
+        resource: Resource,
+        label_selector: str | None = None,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+    ) -> ObjectList:
+        """``field_selector``: the adapters promise ``metadata.name=<name>`` (a node's own Node)."""
+        ...
 
     def create(self, resource: Resource, obj: Object) -> Object: ...
 
@@ -116,6 +126,7 @@ class KubeAPI(Protocol):
         label_selector: str | None = None,
         namespace: str | None = None,
         timeout_seconds: int = 300,
+        field_selector: str | None = None,
     ) -> Iterator[WatchEvent]:
         """Events after ``resource_version`` until the server ends the stream at the timeout.
 
@@ -127,6 +138,7 @@ class KubeAPI(Protocol):
         ...
 
 
+RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False)
 PHYSICAL_GPUS = Resource(
     physicalgpu.GROUP,
     physicalgpu.VERSION,

@@ -24,12 +24,16 @@ def watch_objects(
     namespace: str | None = None,
     timeout_seconds: int = 300,
     retry_seconds: float = 5.0,
+    field_selector: str | None = None,
 ) -> None:
     """Runs until ``stop``; ``on_change(None)`` after every (re)list, the event otherwise."""
     first = True
     while not stop.is_set():
         try:
-            version = api.list(resource, label_selector=label_selector, namespace=namespace).resource_version
+            listed = api.list(
+                resource, label_selector=label_selector, namespace=namespace, field_selector=field_selector
+            )
+            version = listed.resource_version
             if not first:
                 on_change(None)
             first = False
@@ -56,10 +60,12 @@ def start_watch(
     on_change: Callable[[WatchEvent | None], None],
     stop: threading.Event,
     namespace: str | None = None,
+    field_selector: str | None = None,
 ) -> threading.Thread:
     thread = threading.Thread(
         target=watch_objects,
         args=(api, resource, label_selector, on_change, stop, namespace),
+        kwargs={"field_selector": field_selector},
         name=f"watch-{resource.plural}",
         daemon=True,
     )

@@ -1,0 +1,37 @@
+"""What an API server with DRA feature gates off does to ResourceSlices: it drops the fields.
+
+DRAPartitionableDevices off drops ``sharedCounters`` and ``devices[].consumesCounters``;
+DRAConsumableCapacity off drops ``allowMultipleAllocations`` and capacity ``requestPolicy``.
+Used by the tests and the simulator through ``MemoryKube.drop_fields``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from deckhouse_gpu.ports.kube import Object, Resource
+
+
+def gates_off(
+    *, partitionable: bool = False, consumable: bool = False
+) -> Callable[[Resource, Object], Object]:
+    """A field filter for the gates named True (those are off)."""
+
+    def drop(resource: Resource, obj: Object) -> Object:
+        if resource.plural != "resourceslices" or resource.group != "resource.k8s.io":
+            return obj
+        obj = copy.deepcopy(obj)
+        spec = obj.get("spec") or {}
+        if partitionable:
+            spec.pop("sharedCounters", None)
+        for device in spec.get("devices") or []:
+            if partitionable:
+                device.pop("consumesCounters", None)
+            if consumable:
+                device.pop("allowMultipleAllocations", None)
+                for capacity in (device.get("capacity") or {}).values():
+                    capacity.pop("requestPolicy", None)
+        return obj
+
+    return drop
