@@ -172,3 +172,12 @@ def test_mig_mode_change_is_reported(world):
     nvml.reset(A30)
     capabilities.run()
     assert status_of(api, name)["currentState"]["nvidia"]["mig"] == {"mode": "Enabled"}
+
+
+def test_report_carries_the_cards_as_stored_after_the_pass(world):
+    api, _, capabilities, _ = world
+    name = make_card(api, A30)
+    report = capabilities.run()
+    (card,) = report.cards
+    assert card["metadata"]["name"] == name
+    assert card == api.get(PHYSICAL_GPUS, name)  # what was written, not what was listed

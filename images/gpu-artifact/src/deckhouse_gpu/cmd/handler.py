@@ -23,13 +23,16 @@ from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.domain.hardware_health import HealthSettings
 from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.domain.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import SystemClock, rfc3339
-from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from deckhouse_gpu.services.snapshot_preview import preview
 
 COMPONENT = "gpu-handler"
@@ -66,6 +69,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="keep the last health this long on NVML failures",
     )
     run.add_argument("--backoff-seconds", default="5,10,30,60,300", help="retry delays of a failing card")
+    run.add_argument(
+        "--partitionable",
+        choices=("auto", "on", "off"),
+        default=os.environ.get("DRA_PARTITIONABLE", "auto"),
+        help="publish MIG offers with shared counters (auto: until the API server drops the fields)",
+    )
+    run.add_argument(
+        "--consumable-capacity",
+        choices=("auto", "on", "off"),
+        default=os.environ.get("DRA_CONSUMABLE_CAPACITY", "auto"),
+        help="publish shared offers on sharing nodes (auto: until the API server drops the fields)",
+    )
+
+    render = commands.add_parser(
+        "render-slices", help="print the ResourceSlices for given PhysicalGPUs, touch no API"
+    )
+    render.add_argument(
+        "--k8s-version", required=True, choices=("1.34", "1.35"), help="the API server's version"
+    )
+    render.add_argument(
+        "--physicalgpus", required=True, help="YAML file: PhysicalGPU objects, a List, or several documents"
+    )
+    render.add_argument(
+        "--no-consumable-capacity", action="store_true", help="as if DRAConsumableCapacity were off"
+    )
+    render.add_argument(
+        "--no-partitionable", action="store_true", help="as if DRAPartitionableDevices were off"
+    )
+    render.add_argument(
+        "--node-labels", default="", help="labels of the nodes, e.g. gpu.deckhouse.io/sharing=true"
+    )
 
     snapshot = commands.add_parser("snapshot", help="print what would be written, touch no API")
     snapshot.add_argument(
@@ -139,6 +173,25 @@ def snapshot(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def render_slices(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        objects = load_objects(args.physicalgpus)
+        labels = dict(item.split("=", 1) for item in args.node_labels.split(",") if item)
+    except ValueError as error:
+        print(f"{COMPONENT}: {error}", file=sys.stderr)
+        return 2
+    minor = int(args.k8s_version.split(".")[1])
+    try:
+        slices = render_nodes(
+            objects, minor, labels, not args.no_partitionable, not args.no_consumable_capacity
+        )
+    except LayoutError as error:
+        print(f"{COMPONENT}: {error}", file=sys.stderr)
+        return 2
+    out.write(yaml.safe_dump(slices, sort_keys=False))
+    return 0
+
+
 def run(args: argparse.Namespace, api: KubeAPI) -> int:
     clock = SystemClock()
     try:
@@ -148,12 +201,18 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         return 2
     events = EventRecorder(api, COMPONENT, args.node_name, clock)
     capabilities = CapabilitiesPass(api, nvml, args.node_name, events, clock, args.health)
+    publisher = SlicePublisher(
+        api, args.node_name, events, PublisherSettings(args.partitionable, args.consumable_capacity)
+    )
     health = HealthState()
-    loop = HandlerLoop(capabilities, health, clock, HandlerSettings(args.heartbeat_seconds, args.health))
+    loop = HandlerLoop(
+        capabilities, health, clock, HandlerSettings(args.heartbeat_seconds, args.health), publisher
+    )
     stop = threading.Event()
     stop_on_signals(stop, loop.wake)
     server = serve_health(health, listen_address(args.health_address), clock.monotonic)
     start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
+    start_watch(api, NODES, None, loop.on_node_change, stop, field_selector=f"metadata.name={args.node_name}")
     loop.run(stop)
     server.shutdown()
     return 0
@@ -167,6 +226,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         return snapshot(args, out)
     if args.command == "prestart":
         return wiring.prestart(args)
+    if args.command == "render-slices":
+        return render_slices(args, out)
     from deckhouse_gpu.adapters.kube_client import load_kube  # noqa: PLC0415 - only the run command needs it
 
     return run(args, load_kube(args.kubeconfig))

@@ -20,7 +20,7 @@ from deckhouse_gpu.domain.hardware_health import HealthSettings
 from deckhouse_gpu.domain.inventory import node_selector
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.controller_resources import PODS
-from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, NotFound
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, NotFound
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.deletion_watch import start_deletion_watch
 from deckhouse_gpu.services.events import EventRecorder
@@ -29,6 +29,7 @@ from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync
 from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
 from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import TriggerLoop
 
 VALIDATOR_NAMESPACE = "d8-gpu"
@@ -101,11 +102,11 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
         LoopSettings(),
     )
     health = HealthSettings(settings.health_grace_seconds, (max(settings.heartbeat_seconds / 2, 0.1),))
-    capabilities = CapabilitiesPass(
-        api, node.nvml, name, EventRecorder(api, "gpu-handler", name, clock), clock, health
-    )
+    handler_events = EventRecorder(api, "gpu-handler", name, clock)
+    capabilities = CapabilitiesPass(api, node.nvml, name, handler_events, clock, health)
+    publisher = SlicePublisher(api, name, handler_events, PublisherSettings())
     handler = HandlerLoop(
-        capabilities, HealthState(), clock, HandlerSettings(settings.heartbeat_seconds, health)
+        capabilities, HealthState(), clock, HandlerSettings(settings.heartbeat_seconds, health), publisher
     )
     node.loops = [agent, handler]
     for loop in node.loops:
@@ -114,6 +115,7 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
         ).start()
     start_deletion_watch(api, PHYSICAL_GPUS, node_selector(name), agent.notify_deleted, node.stop)
     start_watch(api, PHYSICAL_GPUS, node_selector(name), handler.on_change, node.stop)
+    start_watch(api, NODES, None, handler.on_node_change, node.stop, field_selector=f"metadata.name={name}")
 
 
 def set_validator(api: KubeAPI, node: str, state: str) -> None:

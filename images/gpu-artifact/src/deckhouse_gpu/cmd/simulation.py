@@ -20,7 +20,7 @@ from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, Step
 from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
 from deckhouse_gpu.cmd.simulated_node import SimulatedNode, build_node, set_validator, start_components
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS
+from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_SLICES
 from deckhouse_gpu.services.gpu_controller import ControllerSettings
 
 SETTLE_TIMEOUT = 15.0
@@ -33,6 +33,7 @@ class SimulatedCluster:
         self._tmp = tempfile.TemporaryDirectory(prefix="gpu-sim-") if workdir is None else None
         self.workdir = workdir or Path(self._tmp.name if self._tmp else ".")
         self.api = MemoryKube()
+        self.api.version = (1, scenario.settings.kubernetes_minor)
         self.clock = SystemClock()
         self.nodes: dict[str, SimulatedNode] = {}
         self._controller_stop = threading.Event()
@@ -78,6 +79,11 @@ class SimulatedCluster:
                 node.nvml.fail_device(address, "GPU is lost")
         elif kind == "repairNvml":
             node.nvml.clear_failures()
+        elif kind == "labelNode":
+            labels = {
+                str(key): (None if value is None else str(value)) for key, value in args["labels"].items()
+            }
+            self.api.patch(NODES, node.spec.name, {"metadata": {"labels": labels}})
         elif kind == "setValidator":
             set_validator(self.api, node.spec.name, str(args["state"]))
         elif kind == "deleteNode":
@@ -109,6 +115,9 @@ class SimulatedCluster:
 
     def physical_gpus(self) -> list[dict[str, Any]]:
         return self.api.list(PHYSICAL_GPUS).items
+
+    def resource_slices(self) -> list[dict[str, Any]]:
+        return self.api.list(RESOURCE_SLICES).items
 
     def events(self) -> list[dict[str, Any]]:
         return self.api.list(EVENTS, namespace="default").items

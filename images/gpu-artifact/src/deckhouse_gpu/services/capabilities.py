@@ -42,6 +42,7 @@ class CapabilitiesReport:
     failures: list[str] = field(default_factory=list)  # API errors
     retry_in: float | None = None  # the soonest per-card retry
     seconds: float = 0.0
+    cards: list[Object] = field(default_factory=list)  # this node's cards as stored after the pass
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class CapabilitiesPass:
         self.settings = settings
         self._tracks: dict[str, health.FailureTrack] = {}
         self._retry_at: dict[str, float] = {}
+        self._latest: dict[str, Object] = {}
         # Our own recent writes, so the watch events they cause do not trigger another pass.
         self.written_versions: deque[str] = deque(maxlen=256)
 
@@ -113,6 +115,7 @@ class CapabilitiesPass:
             report.failures.append(f"list: {error}")
             return report
         driver, driver_error = driver_info(self.nvml)
+        self._latest = {str(card["metadata"]["name"]): card for card in cards}
         for card in sorted(cards, key=lambda c: str(c["metadata"]["name"])):
             try:
                 self._card(card, driver, driver_error, report)
@@ -126,6 +129,7 @@ class CapabilitiesPass:
             self._forget(name)
         if self._retry_at:
             report.retry_in = max(min(self._retry_at.values()) - self.clock.monotonic(), 0.0)
+        report.cards = [card for name, card in sorted(self._latest.items()) if name in live]
         report.seconds = time.perf_counter() - started
         return report
 
@@ -180,6 +184,7 @@ class CapabilitiesPass:
         stored, patch = patch_status(
             self.api, PHYSICAL_GPUS, card, lambda status: status_patch(status, update, now)
         )
+        self._latest[str(card["metadata"]["name"])] = stored
         if not patch:
             return
         self.written_versions.append(str(stored["metadata"].get("resourceVersion")))

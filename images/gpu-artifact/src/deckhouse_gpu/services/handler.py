@@ -1,4 +1,4 @@
-"""gpu-handler's loop: capabilities passes on PhysicalGPU changes, per-card retries and a heartbeat.
+"""gpu-handler's loop: capabilities and ResourceSlices on PhysicalGPU and Node changes, retries, a heartbeat.
 
 The heartbeat exists only for silent NVML failures (a card falls off the bus without any API
 event); everything else is driven by the watch on this node's PhysicalGPUs (ARCHITECTURE.md D10).
@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from deckhouse_gpu.domain.card_offers import ActiveMode
 from deckhouse_gpu.domain.hardware_health import HealthSettings
+from deckhouse_gpu.domain.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
-from deckhouse_gpu.ports.kube import WatchEvent
+from deckhouse_gpu.ports.kube import NODES, KubeError, WatchEvent
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.slice_publisher import LABEL_MIG, LABEL_SHARING, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
 
 
@@ -29,11 +32,22 @@ class HandlerSettings:
 
 class HandlerLoop(TriggerLoop):
     def __init__(
-        self, capabilities: CapabilitiesPass, health: HealthState, clock: Clock, settings: HandlerSettings
+        self,
+        capabilities: CapabilitiesPass,
+        health: HealthState,
+        clock: Clock,
+        settings: HandlerSettings,
+        publisher: SlicePublisher | None = None,
     ) -> None:
         super().__init__(self._pass, health, clock, settings.timing)
         self.capabilities = capabilities
         self.settings = settings
+        self.publisher = publisher
+        self._node_labels: dict[str, str] | None = None
+
+    def active_modes(self) -> dict[str, ActiveMode]:
+        """The mode each card is prepared in (PCI address -> Physical/MIG); fed by prepare."""
+        return {}
 
     def on_change(self, event: WatchEvent | None) -> None:
         """Watch callback; ignores the events of the handler's own writes."""
@@ -45,8 +59,24 @@ class HandlerLoop(TriggerLoop):
         else:
             self.notify(Trigger("watch", "relisted"))
 
+    def on_node_change(self, event: WatchEvent | None) -> None:
+        """Watch callback for this node's Node: its sharing/MIG labels decide the offers."""
+        labels = (event.object.get("metadata", {}).get("labels") or {}) if event else {}
+        relevant = {key: value for key, value in labels.items() if key in (LABEL_SHARING, LABEL_MIG)}
+        if event is None or relevant != self._node_labels:
+            self._node_labels = relevant
+            self.notify(Trigger("node", "labels changed" if event else "relisted"))
+
     def _pass(self, triggers: list[Trigger]) -> PassOutcome:
         report = self.capabilities.run()
+        published = None
+        if report.ok and self.publisher is not None:
+            try:
+                node = self.capabilities.api.get(NODES, self.capabilities.node_name)
+                published = self.publisher.publish(report.cards, node, self.active_modes())
+            except (KubeError, LayoutError) as error:
+                report.ok = False
+                report.failures.append(f"publish: {type(error).__name__}: {error}")
         delay = self.settings.heartbeat_seconds
         if report.retry_in is not None:
             delay = min(delay, report.retry_in)
@@ -59,6 +89,8 @@ class HandlerLoop(TriggerLoop):
                 "gated": len(report.gated),
                 "failing": len(report.failing),
                 "written": len(report.written),
+                "slices": published.slices if published else None,
+                "sliceWrites": published.writes if published else None,
                 "durationSeconds": round(report.seconds, 4),
             },
         )

@@ -24,6 +24,7 @@ STEP_KINDS = (
     "breakNvml",
     "repairNvml",
     "setValidator",
+    "labelNode",
     "wait",
 )
 
@@ -54,6 +55,7 @@ class SimSettings:
 
     health_grace_seconds: float = 2.0
     heartbeat_seconds: float = 1.0
+    kubernetes_minor: int = 35  # the API server's version decides the ResourceSlice layout
 
 
 @dataclass(frozen=True)
@@ -104,9 +106,15 @@ def parse_scenario(name: str, text: str) -> Scenario:
         settings = SimSettings(
             float(raw_settings.get("healthGraceSeconds", SimSettings.health_grace_seconds)),
             float(raw_settings.get("heartbeatSeconds", SimSettings.heartbeat_seconds)),
+            int(str(raw_settings.get("kubernetesVersion", "1.35")).split(".")[1]),
         )
-    except (TypeError, ValueError, AttributeError):
-        raise ScenarioError(f"{name}: settings.healthGraceSeconds and heartbeatSeconds are numbers") from None
+    except (TypeError, ValueError, AttributeError, IndexError):
+        raise ScenarioError(
+            f"{name}: settings.healthGraceSeconds and heartbeatSeconds are numbers,"
+            " kubernetesVersion is like 1.35"
+        ) from None
+    if settings.kubernetes_minor not in (34, 35):
+        raise ScenarioError(f"{name}: settings.kubernetesVersion must be 1.34 or 1.35")
     return Scenario(name, str(data.get("description", "")), nodes, steps, settings)
 
 
@@ -147,6 +155,8 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
         raise ScenarioError(f"{where}: breakNvml.failure must be one of {', '.join(NVML_FAILURES)}")
     if step.kind == "setValidator" and step.args.get("state") not in VALIDATOR_STATES:
         raise ScenarioError(f"{where}: setValidator.state must be one of {', '.join(VALIDATOR_STATES)}")
+    if step.kind == "labelNode" and not isinstance(step.args.get("labels"), dict):
+        raise ScenarioError(f"{where}: labelNode needs labels (a mapping; null removes a label)")
     if step.kind == "wait" and not isinstance(step.args.get("seconds"), int | float):
         raise ScenarioError(f"{where}: wait needs seconds")
     return step

@@ -1,0 +1,28 @@
+"""Did the API server keep what was sent? Fields of a disabled DRA feature gate vanish silently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARTITIONABLE = "DRAPartitionableDevices"
+CONSUMABLE = "DRAConsumableCapacity"
+
+
+def _uses(spec: dict[str, Any]) -> set[str]:
+    used = set()
+    if spec.get("sharedCounters"):
+        used.add(PARTITIONABLE)
+    for device in spec.get("devices") or []:
+        if device.get("consumesCounters"):
+            used.add(PARTITIONABLE)
+        if device.get("allowMultipleAllocations") or any(
+            "requestPolicy" in entry for entry in (device.get("capacity") or {}).values()
+        ):
+            used.add(CONSUMABLE)
+    return used
+
+
+def dropped_features(sent: dict[str, Any], stored: dict[str, Any]) -> set[str]:
+    """The features whose fields were in ``sent`` but are missing from ``stored``."""
+    sent_spec, stored_spec = sent.get("spec") or {}, stored.get("spec") or {}
+    return _uses(sent_spec) - _uses(stored_spec)

@@ -1,0 +1,201 @@
+"""Publishes this node's offers as ResourceSlices (ARCHITECTURE.md D3, D6).
+
+Nothing changed: no write at all. Something changed: every slice of the pool is written with a
+new generation, then stale slices are deleted, so the scheduler (which uses only the newest
+generation, and only once it is complete) never sees a mix of two versions of the pool.
+If the API server drops a DRA feature's fields, the publisher falls back once to what the
+server keeps (exclusive Physical offers), says so in an Event and does not loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from deckhouse_gpu.domain.card_offers import ActiveMode, card_offers, eligible
+from deckhouse_gpu.domain.dropped_fields import CONSUMABLE, PARTITIONABLE, dropped_features
+from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.domain.merge_patch import create_patch
+from deckhouse_gpu.domain.offers import DRIVER, OfferPolicy
+from deckhouse_gpu.domain.physicalgpu import GROUP
+from deckhouse_gpu.domain.slice_layout import layout, slice_manifest
+from deckhouse_gpu.ports.kube import RESOURCE_SLICES, KubeAPI, Object
+from deckhouse_gpu.services.events import EventRecorder
+
+log = logging.getLogger(__name__)
+
+LABEL_SHARING = f"{GROUP}/sharing"
+LABEL_MIG = f"{GROUP}/mig"
+FeatureMode = Literal["auto", "on", "off"]
+
+
+@dataclass(frozen=True)
+class PublisherSettings:
+    partitionable: FeatureMode = "auto"  # "auto": use it until the API server drops its fields
+    consumable: FeatureMode = "auto"
+
+
+@dataclass
+class PublishReport:
+    slices: int = 0
+    devices: int = 0
+    generation: int = 0
+    writes: int = 0
+    fallback: list[str] = field(default_factory=list)  # features given up during this publish
+
+
+def node_policy(node: Mapping[str, Any] | None, partitionable: bool, consumable: bool) -> OfferPolicy:
+    labels = (node or {}).get("metadata", {}).get("labels") or {}
+    return OfferPolicy(
+        mig=labels.get(LABEL_MIG) != "false",
+        sharing=labels.get(LABEL_SHARING) == "true",
+        partitionable=partitionable,
+        consumable=consumable,
+    )
+
+
+def _comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What must match for a stored slice to count as unchanged (the generation may differ)."""
+    spec = dict(obj.get("spec") or {})
+    spec["pool"] = {k: v for k, v in (spec.get("pool") or {}).items() if k != "generation"}
+    metadata = obj.get("metadata") or {}
+    return {
+        "labels": metadata.get("labels") or {},
+        "owners": metadata.get("ownerReferences") or [],
+        "spec": spec,
+    }
+
+
+class SlicePublisher:
+    def __init__(
+        self, api: KubeAPI, node_name: str, events: EventRecorder, settings: PublisherSettings
+    ) -> None:
+        self.api = api
+        self.node_name = node_name
+        self.events = events
+        self.settings = settings
+        self.features = {
+            PARTITIONABLE: settings.partitionable != "off",
+            CONSUMABLE: settings.consumable != "off",
+        }
+        self._minor: int | None = None
+
+    def minor(self) -> int:
+        """The API server's minor version, read once (it decides the layout)."""
+        if self._minor is None:
+            self._minor = self.api.server_version()[1]
+        return self._minor
+
+    def publish(
+        self, cards: list[Object], node: Object | None, active: Mapping[str, ActiveMode] | None = None
+    ) -> PublishReport:
+        report = PublishReport()
+        self._publish(cards, node, active or {}, report)
+        if report.fallback:
+            self._publish(cards, node, active or {}, report)  # once, with what the server keeps
+        return report
+
+    def _publish(
+        self,
+        cards: list[Object],
+        node: Object | None,
+        active: Mapping[str, ActiveMode],
+        report: PublishReport,
+    ) -> None:
+        policy = node_policy(node, self.features[PARTITIONABLE], self.features[CONSUMABLE])
+        offers = [
+            card_offers(card, policy, active.get(card["status"]["pciInfo"]["address"]))
+            for card in cards
+            if eligible(card)
+        ]
+        contents = layout(self.node_name, offers, self.minor())
+        owner = _owner(node)
+        stored = {
+            obj["metadata"]["name"]: obj
+            for obj in self.api.list(RESOURCE_SLICES, label_selector=node_selector(self.node_name)).items
+            if (obj.get("spec") or {}).get("driver") == DRIVER
+        }
+        generations = {int((obj["spec"].get("pool") or {}).get("generation", 0)) for obj in stored.values()}
+        desired = [
+            slice_manifest(self.node_name, c, max(generations, default=0), len(contents), owner)
+            for c in contents
+        ]
+        report.slices, report.devices = len(desired), sum(len(c.devices) for c in contents)
+        report.generation = max(generations, default=0)
+        unchanged = set(stored) == {d["metadata"]["name"] for d in desired} and len(generations) <= 1
+        if unchanged and all(_comparable(stored[d["metadata"]["name"]]) == _comparable(d) for d in desired):
+            return
+        generation = max(generations, default=0) + 1
+        report.generation = generation
+        for manifest in desired:
+            manifest["spec"]["pool"]["generation"] = generation
+            self._write(manifest, stored.get(manifest["metadata"]["name"]), report)
+        for name in set(stored) - {d["metadata"]["name"] for d in desired}:
+            self.api.delete(RESOURCE_SLICES, name, uid=stored[name]["metadata"].get("uid"))
+            report.writes += 1
+        log.info(
+            "ResourceSlices published",
+            extra={"slices": report.slices, "devices": report.devices, "generation": generation},
+        )
+
+    def _write(self, manifest: Object, current: Object | None, report: PublishReport) -> None:
+        if current is None:
+            result = self.api.create(RESOURCE_SLICES, manifest)
+        else:
+            wanted = {
+                "metadata": {
+                    k: manifest["metadata"][k]
+                    for k in ("labels", "ownerReferences")
+                    if k in manifest["metadata"]
+                },
+                "spec": manifest["spec"],
+            }
+            have = {
+                "metadata": {
+                    k: current["metadata"][k]
+                    for k in ("labels", "ownerReferences")
+                    if k in current["metadata"]
+                },
+                "spec": current.get("spec") or {},
+            }
+            patch = create_patch(have, wanted)
+            patch.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
+            result = self.api.patch(RESOURCE_SLICES, manifest["metadata"]["name"], patch)
+        report.writes += 1
+        for feature in sorted(dropped_features(manifest, result)):
+            self._give_up(feature, report)
+
+    def _give_up(self, feature: str, report: PublishReport) -> None:
+        if not self.features[feature]:
+            return
+        mode = self.settings.partitionable if feature == PARTITIONABLE else self.settings.consumable
+        if mode == "on":
+            log.error("the API server drops the fields of a feature forced on", extra={"feature": feature})
+            return
+        self.features[feature] = False
+        report.fallback.append(feature)
+        what = (
+            "MIG offers and shared counters"
+            if feature == PARTITIONABLE
+            else "shared (time-slicing/MPS) offers"
+        )
+        message = (
+            f"the API server dropped the {feature} fields of this node's ResourceSlices: enable the "
+            f"{feature} feature gate; until then this node publishes no {what}, only exclusive cards"
+        )
+        log.warning("DRA feature unavailable; falling back", extra={"feature": feature})
+        node_ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node_name}}
+        self.events.record(node_ref, "Warning", "DRAFeatureUnavailable", message)
+
+
+def _owner(node: Object | None) -> dict[str, Any] | None:
+    if not node or not node.get("metadata", {}).get("uid"):
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "name": node["metadata"]["name"],
+        "uid": node["metadata"]["uid"],
+    }
