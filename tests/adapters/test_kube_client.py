@@ -1,63 +1,26 @@
+"""ClientKube's verbs against a fake API server: the requests it sends and what it makes of the answers."""
+
 from __future__ import annotations
 
-import socket
-import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
-from kubernetes.config import ConfigException
 
-from deckhouse_gpu.adapters.kube_client import ClientKube, load_kube
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import (
     EVENTS,
     NODES,
     PHYSICAL_GPUS,
     AlreadyExists,
     Conflict,
-    Forbidden,
     Invalid,
     KubeAPI,
-    KubeError,
     NotFound,
-    Resource,
-    Unavailable,
-    WatchExpired,
 )
-from tests.support import kubeconfig as support_kubeconfig
-from tests.support.fake_apiserver import FakeApiServer, RecordedRequest
-from tests.support.waiting import free_port
+from tests.support import kube_client_fixtures
+from tests.support.kube_client_fixtures import GPUS_PATH, TOKEN, WIDGETS, gpu, last
 
-WIDGETS = Resource("example.com", "v1", "widgets", "Widget", namespaced=True)
-RESOURCES = (NODES, EVENTS, PHYSICAL_GPUS, WIDGETS)
-GPUS_PATH = "/apis/gpu.deckhouse.io/v1alpha1/physicalgpus"
-TOKEN = "secret-token"
-
-
-def write_kubeconfig(directory, server_url: str) -> str:
-    return support_kubeconfig.write_kubeconfig(directory, server_url, TOKEN)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeApiServer]:
-    with FakeApiServer(resources=RESOURCES) as running:
-        yield running
-
-
-@pytest.fixture
-def kube(server, tmp_path) -> Iterator[ClientKube]:
-    client = load_kube(write_kubeconfig(tmp_path, server.url), connect_timeout=1, read_timeout=5)
-    yield client
-    client.close()
-
-
-def gpu(name, labels=None):
-    return {"metadata": {"name": name, "labels": labels or {}}, "spec": {"index": 0}}
-
-
-def last(server: FakeApiServer) -> RecordedRequest:
-    return server.requests[-1]
+# The shared fixtures, bound here so that pytest finds them for this module's tests.
+server, kube = kube_client_fixtures.server, kube_client_fixtures.kube
 
 
 def test_is_a_kube_api(kube):
@@ -200,157 +163,3 @@ def test_delete_with_uid_precondition(kube, server):
     kube.delete(EVENTS, "e", namespace="default")
     assert "preconditions" not in last(server).body
     assert server.kube.list(EVENTS).items == []
-
-
-def test_watch_streams_live_events(kube, server):
-    server.kube.create(PHYSICAL_GPUS, gpu("old", {"vendor": "nvidia"}))
-    start = kube.list(PHYSICAL_GPUS).resource_version
-    events = kube.watch(PHYSICAL_GPUS, start, label_selector="vendor=nvidia", timeout_seconds=5)
-    sent = last(server)
-    assert sent.query == {
-        "watch": "true",
-        "resourceVersion": start,
-        "timeoutSeconds": "5",
-        "allowWatchBookmarks": "false",
-        "labelSelector": "vendor=nvidia",
-    }
-    began = time.monotonic()
-    server.kube.create(PHYSICAL_GPUS, gpu("gpu-b", {"vendor": "amd"}))  # filtered out
-    server.kube.create(PHYSICAL_GPUS, gpu("gpu-a", {"vendor": "nvidia"}))
-    server.kube.patch(PHYSICAL_GPUS, "gpu-a", {"spec": {"index": 1}})
-    server.kube.delete(PHYSICAL_GPUS, "gpu-a")
-    received = [next(events) for _ in range(3)]
-    assert time.monotonic() - began < 2  # delivered as they happened, not at the timeout
-    assert [(e.type, e.object["metadata"]["name"]) for e in received] == [
-        ("ADDED", "gpu-a"),
-        ("MODIFIED", "gpu-a"),
-        ("DELETED", "gpu-a"),
-    ]
-    assert received[2].object["spec"] == {"index": 1}
-
-
-def test_watch_ends_at_the_servers_timeout(kube, server):
-    start = server.kube.resource_version
-    server.kube.create(NODES, {"metadata": {"name": "node-a"}})
-    events = list(kube.watch(NODES, start, timeout_seconds=0))
-    assert [(e.type, e.object["metadata"]["name"]) for e in events] == [("ADDED", "node-a")]
-
-
-def test_watch_over_a_connection_close_stream(tmp_path):
-    with FakeApiServer(chunked=False) as server:
-        kube = load_kube(write_kubeconfig(tmp_path, server.url), read_timeout=5)
-        events = kube.watch(NODES, server.kube.resource_version, timeout_seconds=5)
-        began = time.monotonic()
-        server.kube.create(NODES, {"metadata": {"name": "node-a"}})
-        event = next(events)
-        assert time.monotonic() - began < 2
-        assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "node-a")
-        kube.close()
-
-
-def test_watch_expiry(tmp_path):
-    with FakeApiServer(MemoryKube(history=2)) as server:
-        kube = load_kube(write_kubeconfig(tmp_path, server.url), read_timeout=5)
-        for index in range(4):
-            server.kube.create(NODES, {"metadata": {"name": f"n{index}"}})
-        with pytest.raises(WatchExpired, match="too old resource version"):
-            list(kube.watch(NODES, "1", timeout_seconds=5))
-        assert [e.object["metadata"]["name"] for e in kube.watch(NODES, "2", timeout_seconds=0)] == [
-            "n2",
-            "n3",
-        ]
-        kube.close()
-
-
-def test_watch_rejects_a_bad_selector_at_once(kube):
-    with pytest.raises(Invalid):
-        kube.watch(NODES, "1", label_selector="a in", timeout_seconds=5)
-
-
-@pytest.mark.parametrize(
-    ("code", "reason", "error"),
-    [
-        (400, "BadRequest", Invalid),
-        (401, "Unauthorized", Forbidden),
-        (403, "Forbidden", Forbidden),
-        (404, "NotFound", NotFound),
-        (409, "AlreadyExists", AlreadyExists),
-        (409, "Conflict", Conflict),
-        (410, "Expired", WatchExpired),
-        (422, "Invalid", Invalid),
-        (429, "TooManyRequests", Unavailable),
-        (500, "InternalError", Unavailable),
-        (503, "ServiceUnavailable", Unavailable),
-    ],
-)
-def test_status_codes_map_to_typed_errors(kube, server, code, reason, error):
-    server.fail_next(code, reason)
-    with pytest.raises(error) as caught:
-        kube.get(NODES, "node-a")
-    assert type(caught.value) is error
-    assert f"{code} {reason}" in str(caught.value)
-    assert len(server.requests) == 1  # no silent retries
-
-
-@pytest.mark.parametrize(("code", "reason"), [(401, "Unauthorized"), (403, "Forbidden")])
-def test_missing_credentials_or_rbac_are_forbidden_on_every_verb(kube, server, code, reason):
-    server.kube.create(NODES, {"metadata": {"name": "node-a"}})
-    calls = [
-        lambda: kube.list(NODES),
-        lambda: kube.create(NODES, {"metadata": {"name": "node-b"}}),
-        lambda: kube.patch(NODES, "node-a", {"metadata": {"labels": {"a": "b"}}}),
-        lambda: kube.delete(NODES, "node-a"),
-        # A refused watch fails at the call, before any event is read.
-        lambda: kube.watch(NODES, server.kube.resource_version, timeout_seconds=5),
-    ]
-    server.fail_next(code, reason, times=len(calls), message="nodes is forbidden")
-    for call in calls:
-        with pytest.raises(Forbidden, match=f"{code} {reason}: nodes is forbidden"):
-            call()
-    assert len(server.requests) == len(calls)  # refused once each, never retried
-    assert server.kube.get(NODES, "node-a")["metadata"]["name"] == "node-a"
-
-
-def test_other_statuses_are_plain_kube_errors(kube, server):
-    server.fail_next(405, "MethodNotAllowed")
-    with pytest.raises(KubeError) as caught:
-        kube.patch(NODES, "node-a", {"metadata": {}})
-    assert type(caught.value) is KubeError
-
-
-def test_a_server_that_is_down_is_unavailable_quickly(tmp_path):
-    kube = load_kube(write_kubeconfig(tmp_path, f"http://127.0.0.1:{free_port()}"), connect_timeout=1)
-    began = time.monotonic()
-    with pytest.raises(Unavailable):
-        kube.get(NODES, "node-a")
-    with pytest.raises(Unavailable):
-        kube.patch(NODES, "node-a", {"metadata": {"labels": {"a": "b"}}})
-    with pytest.raises(Unavailable):
-        kube.watch(NODES, "1", timeout_seconds=5)
-    assert time.monotonic() - began < 2
-    kube.close()
-
-
-def test_a_server_that_never_answers_times_out_as_unavailable(tmp_path):
-    with socket.socket() as silent:  # accepts connections (backlog) but never responds
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(8)
-        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        kube = load_kube(write_kubeconfig(tmp_path, url), connect_timeout=1, read_timeout=0.2)
-        began = time.monotonic()
-        with pytest.raises(Unavailable):
-            kube.get(NODES, "node-a")
-        # A GET is retried once (for a stale pooled connection), and no more.
-        assert time.monotonic() - began < 1
-        began = time.monotonic()
-        with pytest.raises(Unavailable):
-            kube.create(NODES, {"metadata": {"name": "node-a"}})
-        assert time.monotonic() - began < 1
-        kube.close()
-
-
-def test_without_a_kubeconfig_it_uses_the_in_cluster_config(monkeypatch):
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
-    with pytest.raises(ConfigException, match="Service host/port is not set"):
-        load_kube(None)

@@ -33,7 +33,7 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     code, out = run()
     assert code == 0
     sections = out.split("\nStep ")
-    assert len(sections) == 10
+    assert len(sections) == 12
     initial = table(sections[0])
     assert len(initial) == 15
     assert not any(name.startswith("cpu-only") for name in initial)
@@ -68,11 +68,17 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     assert "NVMLQueryFailed" in sections[6]
     assert column(table(sections[7]), lost, "HARDWAREHEALTHY") == "True"
 
-    assert "gpu-h100-hgx-0000-18-00-0" in table(sections[8])
-    final = table(sections[9])
+    sharing_rows = [
+        line for line in sections[8].splitlines() if line.startswith("gpu-a100-40-gpu-deckhouse-io")
+    ]
+    assert [row.split()[-1] for row in sharing_rows] == ["Physical/shared"]  # one shared device, no MIG
+    assert "gpu-a30-1-gpu-deckhouse-io-devices-0" in sections[9]  # mig=false: whole cards, no counters
+    assert "gpu-h100-hgx-0000-18-00-0" in table(sections[10])
+    final = table(sections[11])
     assert not any(name.startswith("vm-t4") for name in final)
     assert len(final) == 14  # 15 - the unplugged A30 + the hot-plugged L40S - the VM's T4
-    assert "kind: PhysicalGPU" in sections[9]
+    assert "kind: PhysicalGPU" in sections[11]
+    assert "$ kubectl get resourceslices" in sections[0]
 
 
 def test_wide_output_and_a_small_scenario():

@@ -12,43 +12,29 @@ from __future__ import annotations
 import ctypes
 import importlib
 import logging
-import math
 import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from deckhouse_gpu.adapters.nvml_card import ARCHITECTURES, CardReader
+from deckhouse_gpu.adapters.nvml_errors import describe, library_codes, unavailable_message
+from deckhouse_gpu.adapters.nvml_profiles import mig_memory_gb
 from deckhouse_gpu.ports.nvml import (
     DeviceSnapshot,
     DriverInfo,
-    GpuInstanceProfile,
     NVMLDeviceNotFound,
     NVMLQueryFailed,
     NVMLUnavailable,
-    Placement,
 )
+
+# The snapshot's tables and arithmetic live beside their readers; importable from here as before.
+__all__ = ["ARCHITECTURES", "RealNVML", "cuda_version_text", "mig_memory_gb", "normalize_pci_address"]
 
 log = logging.getLogger(__name__)
 
-# nvmlDeviceArchitecture_t; DLA/NPU codes are not GPUs and "unknown" is 0xffffffff.
-ARCHITECTURES = {
-    2: "Kepler",
-    3: "Maxwell",
-    4: "Pascal",
-    5: "Volta",
-    6: "Turing",
-    7: "Ampere",
-    8: "Ada Lovelace",
-    9: "Hopper",
-    10: "Blackwell",
-    13: "Rubin",
-}
-
 _BUS_ID = re.compile(r"^([0-9a-f]{1,8}):([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])$")
-_MIB = 1024 * 1024
-_PROFILE_VERSIONS = (3, 2, 1)  # nvmlGpuInstanceProfileInfo_v3, _v2 and the unversioned v1
-_MIN_PROFILE_INDEXES = 32
 
 
 def normalize_pci_address(bus_id: str | bytes) -> str:
@@ -99,7 +85,7 @@ class RealNVML:
             except nv.NVMLError as error:
                 self._raise_if_library_wide(nv, error, "nvmlDeviceGetHandleByIndex")
                 # A lost card must not hide the others; its own snapshot() reports it by address.
-                log.warning("NVML device %d: cannot read its PCI address: %s", index, _describe(error))
+                log.warning("NVML device %d: cannot read its PCI address: %s", index, describe(error))
         return sorted(addresses)
 
     def snapshot(self, pci_address: str) -> DeviceSnapshot:
@@ -114,8 +100,8 @@ class RealNVML:
             self._raise_if_library_wide(nv, error, "nvmlDeviceGetHandleByPciBusId")
             if error.value in (nv.NVML_ERROR_NOT_FOUND, getattr(nv, "NVML_ERROR_GPU_NOT_FOUND", None)):
                 raise NVMLDeviceNotFound(f"{address}: NVML knows no device at this address") from error
-            raise NVMLQueryFailed(address, "nvmlDeviceGetHandleByPciBusId", _describe(error)) from error
-        return _CardReader(self, nv, handle, address).read()
+            raise NVMLQueryFailed(address, "nvmlDeviceGetHandleByPciBusId", describe(error)) from error
+        return CardReader(nv, handle, address, self._raise_if_library_wide).read()
 
     def close(self) -> None:
         with self._lock:
@@ -125,7 +111,7 @@ class RealNVML:
                 try:
                     nv.nvmlShutdown()
                 except nv.NVMLError as error:
-                    log.debug("nvmlShutdown: %s", _describe(error))
+                    log.debug("nvmlShutdown: %s", describe(error))
 
     def _ready(self) -> tuple[Any, DriverInfo]:
         driver = self._driver
@@ -170,7 +156,7 @@ class RealNVML:
                     continue  # _v2 appeared in later drivers; older ones have the plain query
                 if error.value == nv.NVML_ERROR_NOT_SUPPORTED:
                     return None
-                raise NVMLUnavailable(f"{query} failed: {_describe(error)}") from error
+                raise NVMLUnavailable(f"{query} failed: {describe(error)}") from error
         return None
 
     def _library_wide(self, nv: Any, query: str, call: Callable[[], Any]) -> Any:
@@ -179,166 +165,9 @@ class RealNVML:
             return call()
         except nv.NVMLError as error:
             self._driver = None
-            raise NVMLUnavailable(_unavailable_message(nv, query, error)) from error
+            raise NVMLUnavailable(unavailable_message(nv, query, error)) from error
 
     def _raise_if_library_wide(self, nv: Any, error: Any, query: str) -> None:
-        if error.value in _library_codes(nv):
+        if error.value in library_codes(nv):
             self._driver = None  # initialise again next time: the driver may have been reloaded
-            raise NVMLUnavailable(_unavailable_message(nv, query, error)) from error
-
-
-class _CardReader:
-    """One snapshot of one card: NOT_SUPPORTED blanks a field, anything else fails the card."""
-
-    def __init__(self, owner: RealNVML, nv: Any, handle: Any, address: str) -> None:
-        self.owner, self.nv, self.handle, self.address = owner, nv, handle, address
-        self.profile_versions = list(_PROFILE_VERSIONS)
-        self.profile_version_confirmed = False
-
-    def query(self, query: str, *args: Any, optional: bool = False) -> Any:
-        nv = self.nv
-        try:
-            return getattr(nv, query)(self.handle, *args)
-        except nv.NVMLError as error:
-            # FUNCTION_NOT_FOUND: the driver's library predates the query, as good as unsupported.
-            if optional and error.value in (nv.NVML_ERROR_NOT_SUPPORTED, nv.NVML_ERROR_FUNCTION_NOT_FOUND):
-                return None
-            self.owner._raise_if_library_wide(nv, error, query)
-            raise NVMLQueryFailed(self.address, query, _describe(error)) from error
-
-    def read(self) -> DeviceSnapshot:
-        memory = self.query("nvmlDeviceGetMemoryInfo")
-        major, minor = self.query("nvmlDeviceGetCudaComputeCapability")
-        architecture = self.query("nvmlDeviceGetArchitecture", optional=True)
-        limits = self.query("nvmlDeviceGetPowerManagementLimitConstraints", optional=True)
-        mig_mode = self.query("nvmlDeviceGetMigMode", optional=True)
-        enabled = self.nv.NVML_DEVICE_MIG_ENABLE
-        return DeviceSnapshot(
-            pci_address=self.address,
-            name=str(self.query("nvmlDeviceGetName")),
-            uuid=str(self.query("nvmlDeviceGetUUID")),
-            memory_total_mib=int(memory.total) // _MIB,
-            compute_capability=(int(major), int(minor)),
-            architecture=None if architecture is None else ARCHITECTURES.get(int(architecture)),
-            board_part_number=_text_or_none(self.query("nvmlDeviceGetBoardPartNumber", optional=True)),
-            power_limit_min_w=None if limits is None else _watts(limits[0]),
-            power_limit_max_w=None if limits is None else _watts(limits[1]),
-            power_limit_current_w=_watts(self.query("nvmlDeviceGetPowerManagementLimit", optional=True)),
-            power_limit_enforced_w=_watts(self.query("nvmlDeviceGetEnforcedPowerLimit", optional=True)),
-            mig_supported=mig_mode is not None,
-            mig_current_enabled=None if mig_mode is None else mig_mode[0] == enabled,
-            mig_pending_enabled=None if mig_mode is None else mig_mode[1] == enabled,
-            mig_profiles=() if mig_mode is None else self.mig_profiles(int(memory.total)),
-        )
-
-    def mig_profiles(self, total_bytes: int) -> tuple[GpuInstanceProfile, ...]:
-        # Probe past the bindings' PROFILE_COUNT: a newer driver may know profiles they do not.
-        indexes = range(
-            max(int(getattr(self.nv, "NVML_GPU_INSTANCE_PROFILE_COUNT", 0)), _MIN_PROFILE_INDEXES)
-        )
-        profiles: dict[int, GpuInstanceProfile] = {}
-        for index in indexes:
-            info = self.profile_info(index)
-            if info is not None and int(info.id) not in profiles:
-                profiles[int(info.id)] = _profile(info, self.placements(int(info.id)), total_bytes)
-        return tuple(profiles.values())
-
-    def profile_info(self, index: int) -> Any | None:
-        """The profile at ``index``, newest struct version first; None when the card has none there."""
-        nv = self.nv
-        for version in list(self.profile_versions):
-            try:
-                info = nv.nvmlDeviceGetGpuInstanceProfileInfo(self.handle, index, version)
-            except nv.NVMLError as error:
-                if error.value in (nv.NVML_ERROR_FUNCTION_NOT_FOUND, nv.NVML_ERROR_ARGUMENT_VERSION_MISMATCH):
-                    self.profile_versions.remove(version)  # the bindings or the driver lack this version
-                    continue
-                if error.value in (nv.NVML_ERROR_NOT_SUPPORTED, nv.NVML_ERROR_INVALID_ARGUMENT):
-                    # Until one version has answered, "invalid" may mean the struct version, not
-                    # the index (drivers older than ARGUMENT_VERSION_MISMATCH): try the older ones.
-                    if self.profile_version_confirmed:
-                        return None
-                    continue
-                self.owner._raise_if_library_wide(nv, error, "nvmlDeviceGetGpuInstanceProfileInfo")
-                query = f"nvmlDeviceGetGpuInstanceProfileInfo(profile index {index}, v{version})"
-                raise NVMLQueryFailed(self.address, query, _describe(error)) from error
-            del self.profile_versions[: self.profile_versions.index(version)]
-            self.profile_version_confirmed = True
-            return info
-        return None
-
-    def placements(self, profile_id: int) -> tuple[Placement, ...]:
-        # Two calls, as go-nvml does: a NULL array asks for the count, then the array is filled.
-        query = "nvmlDeviceGetGpuInstancePossiblePlacements"
-        count = ctypes.c_uint(0)
-        if self.query(query, profile_id, None, ctypes.byref(count), optional=True) is None or not count.value:
-            return ()
-        array = (self.nv.c_nvmlGpuInstancePlacement_t * count.value)()
-        self.query(query, profile_id, array, ctypes.byref(count))
-        return tuple(Placement(int(entry.start), int(entry.size)) for entry in array[: count.value])
-
-
-def _profile(info: Any, placements: tuple[Placement, ...], total_bytes: int) -> GpuInstanceProfile:
-    raw = getattr(info, "name", b"")  # the v1 struct has no name
-    name = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)).strip()
-    if name == "MIG" or name.startswith("MIG "):
-        name = name[3:].strip()  # NVML says "MIG 1g.6gb"; nvidia-smi and users say "1g.6gb"
-    memory_mib = int(info.memorySizeMB)  # NVML's "MB" here are MiB (A30 1g.6gb: 5952)
-    return GpuInstanceProfile(
-        profile_id=int(info.id),
-        name=name.removeprefix("MIG ").strip()
-        or f"{int(info.sliceCount)}g.{mig_memory_gb(memory_mib, total_bytes)}gb",
-        memory_mib=memory_mib,
-        slice_count=int(info.sliceCount),
-        instance_count=int(info.instanceCount),
-        multiprocessors=int(info.multiprocessorCount),
-        copy_engines=int(info.copyEngineCount),
-        decoders=int(info.decoderCount),
-        encoders=int(info.encoderCount),
-        jpeg_engines=int(info.jpegCount),
-        ofa_engines=int(info.ofaCount),
-        placements=placements,
-    )
-
-
-def mig_memory_gb(profile_mib: int, total_bytes: int) -> int:
-    """The GB in a MIG profile name, computed as go-nvlib names profiles (1g.5gb on a 40 GB A100):
-    the card's share rounded up to eighths, times the card's size rounded up to whole GiB."""
-    if total_bytes <= 0:
-        return math.floor(profile_mib / 1024 + 0.5)
-    share = math.ceil(profile_mib * _MIB / total_bytes * 8) / 8
-    return math.floor(share * -(-total_bytes // (1024 * _MIB)) + 0.5)
-
-
-def _watts(milliwatts: int | None) -> int | None:
-    return None if milliwatts is None else (int(milliwatts) + 500) // 1000
-
-
-def _text_or_none(value: Any) -> str | None:
-    text = "" if value is None else str(value).strip()
-    return text or None
-
-
-def _library_codes(nv: Any) -> set[int]:
-    names = ("UNINITIALIZED", "LIBRARY_NOT_FOUND", "DRIVER_NOT_LOADED", "LIB_RM_VERSION_MISMATCH")
-    return {getattr(nv, f"NVML_ERROR_{name}") for name in names}
-
-
-def _unavailable_message(nv: Any, query: str, error: Any) -> str:
-    hints = {
-        nv.NVML_ERROR_LIBRARY_NOT_FOUND: "libnvidia-ml.so.1 was not found: the NVIDIA driver's user-space "
-        "part is not installed where gpu-handler looks; check the driver installation and the driver root",
-        nv.NVML_ERROR_DRIVER_NOT_LOADED: "the NVIDIA kernel module is not loaded: load it (modprobe nvidia) "
-        "or wait for the driver container to finish installing",
-        nv.NVML_ERROR_LIB_RM_VERSION_MISMATCH: "the NVML library does not match the loaded kernel module, "
-        "usually after a driver upgrade without a reboot: reboot the node or reload the nvidia module",
-        nv.NVML_ERROR_NO_PERMISSION: "no permission to open the NVIDIA device files: gpu-handler must run "
-        "privileged with /dev mounted",
-        nv.NVML_ERROR_UNINITIALIZED: "NVML was shut down underneath gpu-handler; it will initialise again",
-    }
-    hint = hints.get(error.value)
-    return f"{query} failed: {_describe(error)}" + (f"; {hint}" if hint else "")
-
-
-def _describe(error: Any) -> str:
-    return f"{error} (NVML return code {getattr(error, 'value', '?')})"
+            raise NVMLUnavailable(unavailable_message(nv, query, error)) from error

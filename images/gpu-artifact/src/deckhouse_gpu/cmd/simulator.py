@@ -20,6 +20,9 @@ from deckhouse_gpu.cmd.simulation import SimulatedCluster
 from deckhouse_gpu.domain.physicalgpu import PRINTER_COLUMNS
 from deckhouse_gpu.domain.printer_columns import render_table
 
+# Steps whose point is what the scheduler sees: the simulator prints the slices after them too.
+SLICE_STEPS = ("labelNode", "setValidator", "addGpu")
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -42,6 +45,31 @@ def show(cluster: SimulatedCluster, out: TextIO, wide: bool) -> None:
         print(render_table(objects, PRINTER_COLUMNS, datetime.now(UTC), wide=wide), file=out)
     else:
         print("No resources found", file=out)
+
+
+def _device_kind(device: dict[str, Any]) -> str:
+    kind = str(device["attributes"]["deviceType"]["string"])
+    return f"{kind}/shared" if device.get("allowMultipleAllocations") else kind
+
+
+def show_slices(cluster: SimulatedCluster, out: TextIO) -> None:
+    """Like `kubectl get resourceslices` with the columns an operator looks at for a DRA driver."""
+    rows = [["NAME", "NODE", "POOL", "GENERATION", "DEVICES", "COUNTERSETS", "KINDS"]]
+    for item in sorted(cluster.resource_slices(), key=lambda s: str(s["metadata"]["name"])):
+        spec = item["spec"]
+        devices = spec.get("devices", [])
+        kinds = sorted({_device_kind(device) for device in devices})
+        pool = spec["pool"]
+        counter_sets = str(len(spec.get("sharedCounters", [])))
+        name = item["metadata"]["name"]
+        row = [name, spec["nodeName"], pool["name"], str(pool["generation"]), str(len(devices)), counter_sets]
+        rows.append([*row, ",".join(kinds) or "-"])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    print("$ kubectl get resourceslices  # the columns that matter, from the objects", file=out)
+    for row in rows:
+        print(
+            "   ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip(), file=out
+        )
 
 
 def new_events(cluster: SimulatedCluster, seen: set[str]) -> list[dict[str, Any]]:
@@ -86,6 +114,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         seen: set[str] = set()
         new_events(cluster, seen)
         show(cluster, out, wide)
+        print(file=out)
+        show_slices(cluster, out)
         for number, step in enumerate(scenario.steps, start=1):
             print(f"\nStep {number}: {step.title}", file=out)
             cluster.apply(step)
@@ -93,6 +123,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             show_events(new_events(cluster, seen), out)
             print(f"  the API reflected it within {seconds * 1000:.0f} ms", file=out)
             show(cluster, out, wide)
+            if step.kind in SLICE_STEPS:
+                show_slices(cluster, out)
         show_object(cluster, out)
     except ScenarioError as error:
         print(f"gpu-simulator: {error}", file=sys.stderr)

@@ -154,11 +154,12 @@ def card_offers(card: dict[str, Any], policy: OfferPolicy, active: ActiveMode = 
     address = card["status"]["pciInfo"]["address"]
     common = _common_attributes(card)
     shared = policy.sharing and policy.consumable
-    counters = counter_set(card) if policy.partitionable and not shared else None
+    # Counters exist for MIG: without MIG offers they would only cost the 64-device limit.
+    counters = counter_set(card) if policy.partitionable and policy.mig and not shared else None
     offers: list[Offer] = []
     if active != MIG:
         offers.append(_physical_offer(card, counters, shared, common))
-    if counters is not None and policy.mig and active != PHYSICAL:
+    if counters is not None and active != PHYSICAL:
         offers.extend(_mig_offers(card, counters, common))
     used = counters if any(offer.consumes for offer in offers) else None
     return CardOffers(address, used, sorted(offers, key=lambda offer: offer.name))

@@ -1,0 +1,143 @@
+import copy
+
+import pytest
+
+from deckhouse_gpu.adapters.memory_kube import MemoryKube
+from deckhouse_gpu.adapters.sim.feature_gates import gates_off
+from deckhouse_gpu.domain.dropped_fields import CONSUMABLE, PARTITIONABLE
+from deckhouse_gpu.domain.slice_rules import validate_pool
+from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_SLICES
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from tests.support.gpu_objects import node_cards, ready_card
+
+
+@pytest.fixture
+def api():
+    kube = MemoryKube()
+    kube.create(NODES, {"metadata": {"name": "w1"}})
+    return kube
+
+
+def publisher(api, clock, settings=None):
+    events = EventRecorder(api, "gpu-handler", "w1", clock)
+    return SlicePublisher(api, "w1", events, settings or PublisherSettings())
+
+
+def node(api):
+    return api.get(NODES, "w1")
+
+
+def slices(api):
+    return api.list(RESOURCE_SLICES).items
+
+
+def devices(api):
+    return [d for s in slices(api) for d in s["spec"].get("devices", [])]
+
+
+def test_first_publish_then_nothing_to_write(api, clock):
+    cards = node_cards("w1", "a30", 2)
+    pub = publisher(api, clock)
+    first = pub.publish(cards, node(api))
+    assert (first.slices, first.devices, first.generation, first.writes) == (2, 28, 1, 2)
+    stored = slices(api)
+    assert validate_pool(stored, 35) == []
+    assert all(s["metadata"]["ownerReferences"][0]["uid"] == node(api)["metadata"]["uid"] for s in stored)
+    api.calls.clear()
+    again = pub.publish(cards, node(api))
+    assert again.writes == 0
+    assert api.writes == 0
+
+
+def test_a_change_rewrites_the_pool_with_a_new_generation_and_drops_stale_slices(api, clock):
+    api.version = (1, 34)
+    cards = node_cards("w1", "a30", 2)
+    pub = publisher(api, clock)
+    pub.publish(cards, node(api))
+    assert len(slices(api)) == 2  # one per card on 1.34
+    unhealthy = copy.deepcopy(cards[1])
+    unhealthy["status"]["conditions"][1]["status"] = "Unknown"
+    report = pub.publish([cards[0], unhealthy], node(api))
+    assert report.generation == 2
+    stored = slices(api)
+    assert len(stored) == 1
+    assert stored[0]["spec"]["pool"] == {"name": "gpus/w1", "generation": 2, "resourceSliceCount": 1}
+    assert validate_pool(stored, 34) == []
+
+
+def test_node_labels_switch_between_sharing_mig_and_exclusive(api, clock):
+    cards = [ready_card("w1", "0000:17:00.0", "a30")]
+    pub = publisher(api, clock)
+    pub.publish(cards, node(api))
+    assert len(devices(api)) == 14
+    api.patch(NODES, "w1", {"metadata": {"labels": {"gpu.deckhouse.io/sharing": "true"}}})
+    pub.publish(cards, node(api))
+    (shared,) = devices(api)
+    assert shared["allowMultipleAllocations"] is True
+    assert "sharedCounters" not in str(slices(api))
+    api.patch(
+        NODES,
+        "w1",
+        {"metadata": {"labels": {"gpu.deckhouse.io/sharing": None, "gpu.deckhouse.io/mig": "false"}}},
+    )
+    pub.publish(cards, node(api))
+    (exclusive,) = devices(api)
+    assert "allowMultipleAllocations" not in exclusive
+    assert validate_pool(slices(api), 35) == []
+
+
+def test_dropped_partitionable_fields_fall_back_once(api, clock):
+    api.drop_fields = gates_off(partitionable=True)
+    cards = node_cards("w1", "a30", 2)
+    pub = publisher(api, clock)
+    report = pub.publish(cards, node(api))
+    assert report.fallback == [PARTITIONABLE]
+    stored = devices(api)
+    assert [d["attributes"]["deviceType"]["string"] for d in stored] == ["Physical", "Physical"]
+    assert validate_pool(slices(api), 35) == []
+    warnings = [
+        e for e in api.list(EVENTS, namespace="default").items if e["reason"] == "DRAFeatureUnavailable"
+    ]
+    assert len(warnings) == 1
+    assert "DRAPartitionableDevices" in warnings[0]["message"]
+    api.calls.clear()
+    assert pub.publish(cards, node(api)).writes == 0  # no loop
+    assert api.writes == 0
+
+
+def test_dropped_consumable_fields_fall_back_to_exclusive_cards(api, clock):
+    api.drop_fields = gates_off(consumable=True)
+    api.patch(NODES, "w1", {"metadata": {"labels": {"gpu.deckhouse.io/sharing": "true"}}})
+    pub = publisher(api, clock)
+    report = pub.publish(node_cards("w1", "a30", 1), node(api))
+    assert report.fallback == [CONSUMABLE]
+    assert not any(d.get("allowMultipleAllocations") for d in devices(api))
+    assert validate_pool(slices(api), 35) == []
+
+
+def test_a_feature_forced_on_is_reported_not_given_up(api, clock):
+    api.drop_fields = gates_off(partitionable=True)
+    pub = publisher(api, clock, PublisherSettings(partitionable="on"))
+    report = pub.publish(node_cards("w1", "a30", 1), node(api))
+    assert report.fallback == []
+    assert pub.features[PARTITIONABLE]
+
+
+def test_a_feature_forced_off_is_never_used(api, clock):
+    pub = publisher(api, clock, PublisherSettings(partitionable="off"))
+    pub.publish(node_cards("w1", "a30", 1), node(api))
+    assert [d["name"] for d in devices(api)] == ["gpu-0000-10-00-0"]
+
+
+def test_no_eligible_card_removes_the_pool_and_other_drivers_are_untouched(api, clock):
+    other = {
+        "metadata": {"name": "other", "labels": {"gpu.deckhouse.io/node": "w1"}},
+        "spec": {"driver": "example.com", "nodeName": "w1"},
+    }
+    api.create(RESOURCE_SLICES, other)
+    pub = publisher(api, clock)
+    pub.publish(node_cards("w1", "t4", 1), node(api))
+    report = pub.publish([], node(api))
+    assert report.slices == 0
+    assert [s["metadata"]["name"] for s in slices(api)] == ["other"]
