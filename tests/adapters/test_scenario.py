@@ -12,6 +12,7 @@ def test_builtin_scenarios_load_and_cover_the_catalogue():
     assert any(not node.gpus for node in mixed.nodes)
     kinds = {step.kind for step in mixed.steps}
     assert kinds == {
+        "labelNode",
         "setValidator",
         "removeGpu",
         "addGpu",
