@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from benchmarks import handler, node_agent
+from benchmarks import handler, node_agent, slices
 from benchmarks.common import build_host
 
 
@@ -15,6 +15,7 @@ def main() -> None:
         host = build_host(workdir / "host")
         node_agent.run(host, workdir)
         handler.run(host, workdir)
+        slices.run()
 
 
 if __name__ == "__main__":
