@@ -11,8 +11,10 @@ import yaml
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.cmd.handler import main
 from deckhouse_gpu.cmd.node_agent import main as agent_main
+from deckhouse_gpu.domain.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
 from tests.support.fake_apiserver import FakeApiServer
+from tests.support.gpu_objects import ready_card
 from tests.support.kubeconfig import write_kubeconfig
 
 
@@ -178,3 +180,42 @@ def test_run_process_fills_the_api_and_stops_on_sigterm(host, tmp_path):
             handler.send_signal(signal.SIGTERM)
             handler.communicate(timeout=10)
         assert handler.returncode == 0
+
+
+def test_render_slices_prints_valid_pools_for_each_version(host, tmp_path, capsys):
+    card = ready_card("w1", "0000:17:00.0", "a30")
+    path = tmp_path / "cards.yaml"
+    path.write_text(yaml.safe_dump_all([card, ready_card("w2", "0000:17:00.0", "t4")]))
+    for version, minor in (("1.34", 34), ("1.35", 35)):
+        assert main(["render-slices", "--k8s-version", version, "--physicalgpus", str(path)]) == 0
+        slices = yaml.safe_load(capsys.readouterr().out)
+        assert {s["spec"]["pool"]["name"] for s in slices} == {"gpus/w1", "gpus/w2"}
+        for node in ("w1", "w2"):
+            assert validate_pool([s for s in slices if s["spec"]["nodeName"] == node], minor) == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected_devices"),
+    [
+        ([], 14),
+        (["--no-partitionable"], 1),
+        (["--node-labels", "gpu.deckhouse.io/sharing=true"], 1),
+        (["--node-labels", "gpu.deckhouse.io/mig=false"], 1),
+    ],
+)
+def test_render_slices_flags(tmp_path, capsys, flags, expected_devices):
+    path = tmp_path / "cards.yaml"
+    path.write_text(yaml.safe_dump(ready_card("w1", "0000:17:00.0", "a30")))
+    assert main(["render-slices", "--k8s-version", "1.35", "--physicalgpus", str(path), *flags]) == 0
+    slices = yaml.safe_load(capsys.readouterr().out)
+    assert sum(len(s["spec"].get("devices", [])) for s in slices) == expected_devices
+
+
+def test_render_slices_without_consumable_capacity_shares_nothing(tmp_path, capsys):
+    path = tmp_path / "cards.yaml"
+    path.write_text(yaml.safe_dump(ready_card("w1", "0000:17:00.0", "a30")))
+    argv = ["render-slices", "--k8s-version", "1.35", "--physicalgpus", str(path),
+            "--node-labels", "gpu.deckhouse.io/sharing=true", "--no-consumable-capacity"]  # fmt: skip
+    assert main(argv) == 0
+    devices = [d for s in yaml.safe_load(capsys.readouterr().out) for d in s["spec"].get("devices", [])]
+    assert not any(d.get("allowMultipleAllocations") for d in devices)

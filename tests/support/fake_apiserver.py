@@ -25,6 +25,7 @@ from deckhouse_gpu.ports.kube import (
     EVENTS,
     NODES,
     PHYSICAL_GPUS,
+    RESOURCE_SLICES,
     KubeError,
     Resource,
     WatchEvent,
@@ -64,7 +65,7 @@ class FakeApiServer:
     def __init__(
         self,
         kube: MemoryKube | None = None,
-        resources: Iterable[Resource] = (NODES, EVENTS, PHYSICAL_GPUS),
+        resources: Iterable[Resource] = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES),
         *,
         chunked: bool = True,
     ) -> None:
