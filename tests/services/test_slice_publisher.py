@@ -8,7 +8,7 @@ from deckhouse_gpu.domain.dropped_fields import CONSUMABLE, PARTITIONABLE
 from deckhouse_gpu.domain.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_SLICES
 from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.slice_publisher import InvalidPool, PublisherSettings, SlicePublisher
 from tests.support.gpu_objects import node_cards, ready_card
 
 
@@ -141,3 +141,17 @@ def test_no_eligible_card_removes_the_pool_and_other_drivers_are_untouched(api, 
     report = pub.publish([], node(api))
     assert report.slices == 0
     assert [s["metadata"]["name"] for s in slices(api)] == ["other"]
+
+
+def test_an_invalid_pool_is_never_written(api, clock, monkeypatch):
+    pub = publisher(api, clock)
+    pub.publish(node_cards("w1", "a30", 1), node(api))
+    before = slices(api)
+    from deckhouse_gpu.domain import slice_layout  # noqa: PLC0415
+
+    monkeypatch.setattr(slice_layout, "pool_name", lambda node: "GPUs//" + node)  # a renderer bug
+    api.calls.clear()
+    with pytest.raises(InvalidPool, match="pool"):
+        pub.publish(node_cards("w1", "a30", 2), node(api))
+    assert api.writes == 0
+    assert slices(api) == before

@@ -15,7 +15,7 @@ from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import NODES, KubeError, WatchEvent
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.slice_publisher import LABEL_MIG, LABEL_SHARING, SlicePublisher
+from deckhouse_gpu.services.slice_publisher import LABEL_MIG, LABEL_SHARING, InvalidPool, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
 
 
@@ -74,7 +74,7 @@ class HandlerLoop(TriggerLoop):
             try:
                 node = self.capabilities.api.get(NODES, self.capabilities.node_name)
                 published = self.publisher.publish(report.cards, node, self.active_modes())
-            except (KubeError, LayoutError) as error:
+            except (KubeError, LayoutError, InvalidPool) as error:
                 report.ok = False
                 report.failures.append(f"publish: {type(error).__name__}: {error}")
         delay = self.settings.heartbeat_seconds

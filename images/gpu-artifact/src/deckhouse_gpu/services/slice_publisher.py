@@ -21,6 +21,7 @@ from deckhouse_gpu.domain.merge_patch import create_patch
 from deckhouse_gpu.domain.offers import DRIVER, OfferPolicy
 from deckhouse_gpu.domain.physicalgpu import GROUP
 from deckhouse_gpu.domain.slice_layout import layout, slice_manifest
+from deckhouse_gpu.domain.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import RESOURCE_SLICES, KubeAPI, Object
 from deckhouse_gpu.services.events import EventRecorder
 
@@ -66,6 +67,10 @@ def _comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
         "owners": metadata.get("ownerReferences") or [],
         "spec": spec,
     }
+
+
+class InvalidPool(ValueError):
+    """The rendered slices break an API rule; nothing was written."""
 
 
 class SlicePublisher:
@@ -131,6 +136,12 @@ class SlicePublisher:
         report.generation = generation
         for manifest in desired:
             manifest["spec"]["pool"]["generation"] = generation
+        # Checked only when something is about to be written: an invalid pool is never sent, so a
+        # bug here cannot leave the node half-published or make the scheduler skip the pool.
+        problems = validate_pool(desired, self.minor())
+        if problems:
+            raise InvalidPool("; ".join(map(str, problems[:5])))
+        for manifest in desired:
             self._write(manifest, stored.get(manifest["metadata"]["name"]), report)
         for name in set(stored) - {d["metadata"]["name"] for d in desired}:
             self.api.delete(RESOURCE_SLICES, name, uid=stored[name]["metadata"].get("uid"))
