@@ -155,3 +155,19 @@ def test_an_invalid_pool_is_never_written(api, clock, monkeypatch):
         pub.publish(node_cards("w1", "a30", 2), node(api))
     assert api.writes == 0
     assert slices(api) == before
+
+
+def test_after_a_control_plane_upgrade_the_pool_moves_to_the_new_layout(api, clock, monkeypatch):
+    api.version = (1, 34)
+    pub = publisher(api, clock)
+    cards = node_cards("w1", "a30", 2)
+    pub.publish(cards, node(api))
+    assert all("sharedCounters" in s["spec"] and "devices" in s["spec"] for s in slices(api))
+    api.version = (1, 35)
+    assert pub.publish(cards, node(api)).writes == 0  # the version is cached for a while
+    monkeypatch.setattr("deckhouse_gpu.services.slice_publisher.VERSION_TTL_SECONDS", 0.0)
+    report = pub.publish(cards, node(api))
+    assert report.generation == 2
+    stored = slices(api)
+    assert not any("sharedCounters" in s["spec"] and "devices" in s["spec"] for s in stored)
+    assert validate_pool(stored, 35) == []

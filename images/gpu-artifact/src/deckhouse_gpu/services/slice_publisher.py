@@ -10,6 +10,7 @@ server keeps (exclusive Physical offers), says so in an Event and does not loop.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 LABEL_SHARING = f"{GROUP}/sharing"
 LABEL_MIG = f"{GROUP}/mig"
 FeatureMode = Literal["auto", "on", "off"]
+VERSION_TTL_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -86,11 +88,15 @@ class SlicePublisher:
             CONSUMABLE: settings.consumable != "off",
         }
         self._minor: int | None = None
+        self._minor_read_at = 0.0
 
     def minor(self) -> int:
-        """The API server's minor version, read once (it decides the layout)."""
-        if self._minor is None:
+        """The API server's minor version; re-read every few minutes so that after a control-plane
+        upgrade (1.34 -> 1.35) the pool moves to the new layout without a restart."""
+        now = time.monotonic()
+        if self._minor is None or now - self._minor_read_at >= VERSION_TTL_SECONDS:
             self._minor = self.api.server_version()[1]
+            self._minor_read_at = now
         return self._minor
 
     def publish(
