@@ -171,3 +171,40 @@ def test_after_a_control_plane_upgrade_the_pool_moves_to_the_new_layout(api, clo
     stored = slices(api)
     assert not any("sharedCounters" in s["spec"] and "devices" in s["spec"] for s in stored)
     assert validate_pool(stored, 35) == []
+
+
+def test_a_content_change_updates_only_that_slice_in_place(api, clock):
+    api.version = (1, 34)
+    cards = node_cards("w1", "a30", 3)
+    pub = publisher(api, clock)
+    pub.publish(cards, node(api))
+    upgraded = copy.deepcopy(cards)
+    upgraded[1]["status"]["currentState"]["nvidia"]["driverVersion"] = "580.95.05"
+    api.calls.clear()
+    report = pub.publish(upgraded, node(api))
+    assert (report.writes, report.generation) == (1, 1)  # one slice, same generation
+    assert api.calls["patch"] == 1
+    assert validate_pool(slices(api), 34) == []
+
+
+def test_in_place_updates_on_1_35_keep_counter_references_resolvable(api, clock):
+    pub = publisher(api, clock)
+    pub.publish(node_cards("w1", "a30", 2), node(api))
+    order: list[str] = []
+    patch = api.patch
+
+    def recording(resource, name, body, subresource=None, namespace=None):
+        order.append(name)
+        return patch(resource, name, body, subresource, namespace)
+
+    api.patch = recording  # type: ignore[method-assign]
+    counters, devices_slice = "w1-gpu-deckhouse-io-counters-0", "w1-gpu-deckhouse-io-partitionable-0"
+    grown = pub.publish(node_cards("w1", "a30", 3), node(api))  # same two slices, one more card
+    assert grown.generation == 1
+    assert order == [counters, devices_slice]  # the new set exists before devices point at it
+    assert validate_pool(slices(api), 35) == []
+    order.clear()
+    shrunk = pub.publish(node_cards("w1", "a30", 2), node(api))
+    assert shrunk.generation == 1
+    assert order == [devices_slice, counters]  # devices stop pointing at the set before it goes
+    assert validate_pool(slices(api), 35) == []

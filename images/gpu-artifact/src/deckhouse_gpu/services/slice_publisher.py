@@ -1,8 +1,9 @@
 """Publishes this node's offers as ResourceSlices (ARCHITECTURE.md D3, D6).
 
-Nothing changed: no write at all. Something changed: every slice of the pool is written with a
-new generation, then stale slices are deleted, so the scheduler (which uses only the newest
-generation, and only once it is complete) never sees a mix of two versions of the pool.
+Nothing changed: no write at all. Only slice contents changed: just those slices are updated in
+place, in an order that keeps every counter reference resolvable. Slices come or go: every slice
+is written with a new generation, then stale ones are deleted; the scheduler uses only the
+newest generation, and only once it is complete, so it never mixes two versions of the pool.
 If the API server drops a DRA feature's fields, the publisher falls back once to what the
 server keeps (exclusive Physical offers), says so in an Event and does not loop.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -135,26 +136,33 @@ class SlicePublisher:
         ]
         report.slices, report.devices = len(desired), sum(len(c.devices) for c in contents)
         report.generation = max(generations, default=0)
-        unchanged = set(stored) == {d["metadata"]["name"] for d in desired} and len(generations) <= 1
-        if unchanged and all(_comparable(stored[d["metadata"]["name"]]) == _comparable(d) for d in desired):
+        same_slices = set(stored) == {d["metadata"]["name"] for d in desired} and len(generations) <= 1
+        changed = [
+            d
+            for d in desired
+            if not same_slices or _comparable(stored[d["metadata"]["name"]]) != _comparable(d)
+        ]
+        if same_slices and not changed:
             return
-        generation = max(generations, default=0) + 1
-        report.generation = generation
-        for manifest in desired:
-            manifest["spec"]["pool"]["generation"] = generation
+        if not same_slices:
+            # Slices come or go: a new generation, so the scheduler ignores the old slices as soon
+            # as the new ones appear and uses the pool again once all of them are there.
+            report.generation += 1
+            for manifest in desired:
+                manifest["spec"]["pool"]["generation"] = report.generation
         # Checked only when something is about to be written: an invalid pool is never sent, so a
         # bug here cannot leave the node half-published or make the scheduler skip the pool.
         problems = validate_pool(desired, self.minor())
         if problems:
             raise InvalidPool("; ".join(map(str, problems[:5])))
-        for manifest in desired:
+        for manifest in _write_order(changed, stored):
             self._write(manifest, stored.get(manifest["metadata"]["name"]), report)
         for name in set(stored) - {d["metadata"]["name"] for d in desired}:
             self.api.delete(RESOURCE_SLICES, name, uid=stored[name]["metadata"].get("uid"))
             report.writes += 1
         log.info(
             "ResourceSlices published",
-            extra={"slices": report.slices, "devices": report.devices, "generation": generation},
+            extra={"slices": report.slices, "devices": report.devices, "generation": report.generation},
         )
 
     def _write(self, manifest: Object, current: Object | None, report: PublishReport) -> None:
@@ -205,6 +213,17 @@ class SlicePublisher:
         log.warning("DRA feature unavailable; falling back", extra={"feature": feature})
         node_ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node_name}}
         self.events.record(node_ref, "Warning", "DRAFeatureUnavailable", message)
+
+
+def _counter_sets(slices: Iterable[Mapping[str, Any]]) -> set[str]:
+    return {entry["name"] for obj in slices for entry in (obj.get("spec") or {}).get("sharedCounters") or []}
+
+
+def _write_order(changed: list[Object], stored: Mapping[str, Object]) -> list[Object]:
+    """Slices updated in place go so that devices never point at a missing counter set:
+    counter sets first when sets are added, devices first when sets are removed."""
+    adding = not _counter_sets(changed) <= _counter_sets(stored.values())
+    return sorted(changed, key=lambda obj: ("sharedCounters" in obj["spec"]) != adding)
 
 
 def _owner(node: Object | None) -> dict[str, Any] | None:
