@@ -197,7 +197,7 @@ def test_in_place_updates_on_1_35_keep_counter_references_resolvable(api, clock)
         order.append(name)
         return patch(resource, name, body, subresource, namespace)
 
-    api.patch = recording  # type: ignore[method-assign]
+    api.patch = recording
     counters, devices_slice = "w1-gpu-deckhouse-io-counters-0", "w1-gpu-deckhouse-io-partitionable-0"
     grown = pub.publish(node_cards("w1", "a30", 3), node(api))  # same two slices, one more card
     assert grown.generation == 1
