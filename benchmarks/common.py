@@ -59,14 +59,17 @@ def memory_mib(pid: int) -> dict[str, float]:
 
 
 def measure_process(
-    module: str, argv: list[str], ready: Callable[[], bool], timeout: float = 30.0
+    python_argv: list[str],
+    ready: Callable[[], bool],
+    timeout: float = 30.0,
+    env: dict[str, str] | None = None,
 ) -> tuple[float, dict[str, float]] | None:
-    """Starts ``python -m module argv``; seconds until ``ready()`` and memory a second later."""
+    """Starts ``python <python_argv>``; seconds until ``ready()`` and memory a second later."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", module, *argv],
+        [sys.executable, *python_argv],
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "LOG_LEVEL": "error"},
+        env={**os.environ, "LOG_LEVEL": "error", **(env or {})},
     )
     try:
         deadline = time.monotonic() + timeout

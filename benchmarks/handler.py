@@ -71,7 +71,7 @@ def bench_process(host: HostBuilder, workdir: Path) -> None:
                 "capabilities" in (c.get("status") or {}) for c in server.kube.list(PHYSICAL_GPUS).items
             )
 
-        measured = measure_process("deckhouse_gpu.cmd.handler", argv, filled)
+        measured = measure_process(["-m", "deckhouse_gpu.cmd.handler", *argv], filled)
         if measured is None:
             print("  the handler never filled the capabilities")
             return

@@ -11,12 +11,13 @@ from tests.support.kubeconfig import write_kubeconfig
 from tests.support.waiting import free_port
 
 from benchmarks.common import GPUS, NODE, OTHER_DEVICES, line, measure_process, report, timed
+from benchmarks.in_cluster import launcher_argv, tls_context
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
+from deckhouse_gpu.ports.kube import NODES, KubeAPI
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.inventory_sync import InventorySync, read_host
 
@@ -66,20 +67,47 @@ def readyz(port: int) -> bool:
 
 def bench_process(host: HostBuilder, workdir: Path) -> None:
     print("gpu-node-agent process (real entry point and client, local fake API server; target RSS < 40 MiB)")
+    tls = tls_context(workdir)
+    if tls is None:
+        print("  no openssl binary: the in-cluster (https) run is skipped")
+    else:
+        context, ca = tls
+        with FakeApiServer(tls=context) as server:
+            server.kube.create(NODES, {"metadata": {"name": NODE}})
+            port = free_port()
+            argv = [
+                "--node-name",
+                NODE,
+                "--host-root",
+                str(host.root),
+                "--health-address",
+                f"127.0.0.1:{port}",
+            ]
+            host_port = server.url.removeprefix("https://").rpartition(":")
+            env = {"KUBERNETES_SERVICE_HOST": host_port[0], "KUBERNETES_SERVICE_PORT": host_port[2]}
+            launcher = launcher_argv("node_agent", workdir, ca, argv)
+            report_process(
+                "in a pod (in-cluster config, https)",
+                measure_process(launcher, lambda: readyz(port), env=env),
+            )
     with FakeApiServer() as server:
         server.kube.create(NODES, {"metadata": {"name": NODE}})
         port = free_port()
         argv = ["--node-name", NODE, "--host-root", str(host.root), "--kubeconfig",
                 write_kubeconfig(workdir, server.url), "--health-address", f"127.0.0.1:{port}"]  # fmt: skip
-        measured = measure_process("deckhouse_gpu.cmd.node_agent", argv, lambda: readyz(port))
-        if measured is None:
-            print("  the agent never became ready")
-            return
-        startup, memory = measured
-        line("start to first successful pass (readyz 200)", startup * 1000, "ms", 0)
-        line("resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
-        line("peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
-        line("PhysicalGPUs written", len(server.kube.list(PHYSICAL_GPUS).items), "", 0)
+        measured = measure_process(["-m", "deckhouse_gpu.cmd.node_agent", *argv], lambda: readyz(port))
+        report_process("with --kubeconfig (loads the kubeconfig/OIDC code too)", measured)
+
+
+def report_process(label: str, measured: tuple[float, dict[str, float]] | None) -> None:
+    if measured is None:
+        print(f"  {label}: the agent never became ready")
+        return
+    startup, memory = measured
+    print(f"  {label}")
+    line("  start to first successful pass (readyz 200)", startup * 1000, "ms", 0)
+    line("  resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
+    line("  peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
 
 
 def run(host: HostBuilder, workdir: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import ssl
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -68,8 +69,10 @@ class FakeApiServer:
         resources: Iterable[Resource] = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES),
         *,
         chunked: bool = True,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.kube = kube or MemoryKube()
+        self.scheme = "https" if tls else "http"
         # Watch streams are chunked, as the real server's; or else end by closing the connection.
         self.chunked = chunked
         self.resources = {(r.group, r.version, r.plural): r for r in resources}
@@ -78,6 +81,8 @@ class FakeApiServer:
         self._injected: deque[HttpError] = deque()
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
+        if tls is not None:  # as in a cluster: the in-cluster client config speaks only https
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         # A short poll keeps stop() (and so every test's teardown) quick.
         serve = functools.partial(self._httpd.serve_forever, poll_interval=0.01)
         self._thread = threading.Thread(target=serve, name="fake-apiserver", daemon=True)
@@ -85,7 +90,7 @@ class FakeApiServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self.scheme}://{host!s}:{port}"
 
     @property
     def requests(self) -> list[RecordedRequest]:

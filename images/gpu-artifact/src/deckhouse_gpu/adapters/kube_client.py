@@ -15,11 +15,8 @@ from collections.abc import Iterator, Sequence
 from urllib.parse import quote
 
 import urllib3
-from kubernetes import config
-from kubernetes.client.api_client import ApiClient
-from kubernetes.client.configuration import Configuration
-from kubernetes.client.exceptions import ApiException
 
+from deckhouse_gpu.adapters import kube_import
 from deckhouse_gpu.ports.kube import (
     AlreadyExists,
     Conflict,
@@ -34,6 +31,12 @@ from deckhouse_gpu.ports.kube import (
     WatchEvent,
     WatchExpired,
 )
+
+kube_import.install()  # before the first kubernetes import: see kube_import for why
+
+from kubernetes.client.api_client import ApiClient  # noqa: E402
+from kubernetes.client.configuration import Configuration  # noqa: E402
+from kubernetes.client.exceptions import ApiException  # noqa: E402
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -192,9 +195,13 @@ def load_kube(
     """In-cluster config without ``kubeconfig``, else that file; both time out rather than hang."""
     configuration = Configuration()
     if kubeconfig is None:
-        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        from kubernetes.config.incluster_config import load_incluster_config  # noqa: PLC0415
+
+        load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     else:
-        config.load_kube_config(  # type: ignore[no-untyped-call]
+        from kubernetes.config.kube_config import load_kube_config  # noqa: PLC0415 - oauthlib & co
+
+        load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, client_configuration=configuration, persist_config=False
         )
     # One retry covers a pooled keep-alive connection the server had closed; more would multiply

@@ -15,8 +15,6 @@ import sys
 import threading
 from typing import TextIO
 
-import yaml
-
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
@@ -102,6 +100,8 @@ def dry_run(host: HostReader, node_name: str, out: TextIO) -> int:
     print(
         "# ownerReferences to the Node are added when written (the Node's uid comes from the API)", file=out
     )
+    import yaml  # noqa: PLC0415 - only the dry run prints YAML; the agent does not load it
+
     manifests = [gpu.manifest(owner=None) for gpu in inventory.gpus]
     if manifests:
         out.write(yaml.safe_dump_all(manifests, sort_keys=False, explicit_start=True))
