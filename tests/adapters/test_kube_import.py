@@ -16,7 +16,7 @@ print("config", ConfigException.__name__)
 from kubernetes.client.models import V1Node  # one model, loaded on demand
 print("model", V1Node.__name__, len([m for m in sys.modules if m.startswith("kubernetes.client.models.")]))
 import kubernetes.client
-print("api class", kubernetes.client.CoreV1Api.__name__)  # the full package, still reachable
+print("api_class", kubernetes.client.CoreV1Api.__name__)  # the full package, still reachable
 """
 
 
@@ -31,7 +31,7 @@ def test_only_what_the_adapter_needs_is_loaded_and_the_rest_stays_reachable():
     assert lines["config"] == "ConfigException"
     assert lines["model"].startswith("V1Node ")
     assert int(lines["model"].split()[1]) < 60  # the model and its field types, not all ~800
-    assert lines["api class"] == "CoreV1Api"
+    assert lines["api_class"] == "CoreV1Api"
 
 
 def test_nothing_changes_when_the_full_package_was_imported_first():
