@@ -138,6 +138,9 @@ class KubeAPI(Protocol):
         ...
 
 
+RESOURCE_CLAIMS = Resource(
+    "resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", namespaced=True, has_status=True
+)
 RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False)
 PHYSICAL_GPUS = Resource(
     physicalgpu.GROUP,

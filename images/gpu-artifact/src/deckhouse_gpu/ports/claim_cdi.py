@@ -1,0 +1,23 @@
+"""The per-claim CDI specs prepare writes and unprepare deletes, as the prepare service sees them."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from deckhouse_gpu.domain.checkpoint import DevicePlan, MigRecord
+
+
+class ClaimCDI(Protocol):
+    def write_claim(
+        self, claim_uid: str, devices: tuple[DevicePlan, ...], mig: tuple[MigRecord, ...]
+    ) -> dict[str, tuple[str, ...]]:
+        """Writes the claim's transient spec; the fully qualified CDI ids per device name."""
+        ...
+
+    def delete_claim(self, claim_uid: str) -> None:
+        """Removes the claim's spec; a missing one is fine."""
+        ...
+
+    def claims_with_specs(self) -> set[str]:
+        """Claim UIDs that have a transient spec (to remove those no checkpoint entry owns)."""
+        ...

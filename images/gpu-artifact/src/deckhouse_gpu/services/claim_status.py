@@ -1,0 +1,61 @@
+"""``ResourceClaim.status.devices`` for this driver's devices (KEP-4817): what was prepared, for
+people and tools reading the claim. Best effort: a failure here never fails a prepare."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from deckhouse_gpu.domain.checkpoint import ClaimEntry
+from deckhouse_gpu.domain.offers import DRIVER
+from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound
+from deckhouse_gpu.services.status_writer import patch_status
+
+log = logging.getLogger(__name__)
+
+
+def _ours(entry: ClaimEntry, now: str) -> list[dict[str, Any]]:
+    uuids = {record.placement_start: record.uuid for record in entry.mig}
+    devices = []
+    for plan in entry.devices:
+        item: dict[str, Any] = {"driver": DRIVER, "pool": plan.pool, "device": plan.device}
+        if plan.share_id:
+            item["shareID"] = plan.share_id
+        data: dict[str, Any] = {"card": plan.card, "kind": plan.kind}
+        if plan.kind == "MIG" and plan.placement_start in uuids:
+            data["migUUID"] = uuids[plan.placement_start]
+        item["data"] = data
+        item["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Prepared",
+                "message": "",
+                "lastTransitionTime": now,
+            }
+        ]
+        devices.append(item)
+    return devices
+
+
+def _patch(status: dict[str, Any] | None, ours: list[dict[str, Any]]) -> dict[str, Any]:
+    current = (status or {}).get("devices") or []
+    others = [device for device in current if device.get("driver") != DRIVER]
+    wanted = others + ours
+    return {} if wanted == current else {"devices": wanted or None}
+
+
+def publish_devices(api: KubeAPI, entry: ClaimEntry, now: str, prepared: bool) -> None:
+    """Writes (``prepared``) or clears this driver's entries, keeping other drivers' ones."""
+    try:
+        claim = api.get(RESOURCE_CLAIMS, entry.name, namespace=entry.namespace)
+        if claim.get("metadata", {}).get("uid") != entry.uid:
+            return
+        ours = _ours(entry, now) if prepared else []
+        patch_status(
+            api, RESOURCE_CLAIMS, claim, lambda status: _patch(status, ours), namespace=entry.namespace
+        )
+    except NotFound:
+        return
+    except KubeError as error:
+        log.warning("ResourceClaim status not updated", extra={"claim": entry.uid, "error": str(error)})

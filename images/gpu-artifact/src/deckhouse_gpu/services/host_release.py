@@ -1,0 +1,70 @@
+"""Undoing a claim's host changes: shared by unprepare, by the rollback of a leftover PrepareStarted
+entry and by the cleanup at start. Every action is idempotent, and the checkpoint is saved after
+each one, so a crash in the middle resumes where it stopped."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from deckhouse_gpu.domain.checkpoint import Checkpoint, ClaimEntry
+from deckhouse_gpu.ports.claim_cdi import ClaimCDI
+from deckhouse_gpu.ports.mig import MigControl
+
+log = logging.getLogger(__name__)
+
+Save = Callable[[Checkpoint], None]
+
+
+def release(
+    entry: ClaimEntry, checkpoint: Checkpoint, mig: MigControl, cdi: ClaimCDI, save: Save
+) -> Checkpoint:
+    """Destroys the claim's MIG instances, switches MIG off where the claim switched it on and
+    nothing else uses it, deletes the claim's CDI spec and drops the entry."""
+    current = entry
+    for record in entry.mig:
+        mig.destroy_instance(record.card, record.gpu_instance_id, record.compute_instance_id)
+        current = current.without_mig(record.key)
+        checkpoint = checkpoint.with_entry(current)
+        save(checkpoint)
+    if entry.state == "PrepareStarted":
+        _destroy_unrecorded(entry, checkpoint, mig)
+    for card in entry.mig_enabled_cards:
+        _disable_if_unused(card, entry.uid, checkpoint, mig)
+    cdi.delete_claim(entry.uid)
+    checkpoint = checkpoint.without(entry.uid)
+    save(checkpoint)
+    return checkpoint
+
+
+def _destroy_unrecorded(entry: ClaimEntry, checkpoint: Checkpoint, mig: MigControl) -> None:
+    """A crash between creating an instance and recording it leaves one nobody owns: find it by
+    the placement the claim asked for."""
+    owned = checkpoint.owned_mig()
+    for plan in entry.devices:
+        if plan.kind != "MIG":
+            continue
+        for instance in mig.instances(plan.card):
+            key = (instance.card, instance.gpu_instance_id, instance.compute_instance_id)
+            if key not in owned and (instance.profile_id, instance.placement_start) == (
+                plan.profile_id,
+                plan.placement_start,
+            ):
+                log.warning(
+                    "destroying an unrecorded MIG instance of a rolled-back prepare",
+                    extra={"card": plan.card},
+                )
+                mig.destroy_instance(instance.card, instance.gpu_instance_id, instance.compute_instance_id)
+
+
+def _disable_if_unused(card: str, uid: str, checkpoint: Checkpoint, mig: MigControl) -> None:
+    others_use_mig = any(
+        device.card == card and device.kind == "MIG"
+        for entry in checkpoint.claims.values()
+        if entry.uid != uid
+        for device in entry.devices
+    )
+    if others_use_mig or mig.instances(card) or not mig.mig_enabled(card):
+        return
+    mig.set_mig_mode(card, False)
+    log.info("MIG mode switched off again: the last instance on the card is gone", extra={"card": card})

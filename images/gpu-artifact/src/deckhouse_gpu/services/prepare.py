@@ -1,0 +1,182 @@
+"""gpu-handler's DRA service: NodePrepareResources and NodeUnprepareResources (spec 9.2.2, D9).
+
+Every call holds the node-wide lock, so prepares and unprepares never interleave, even across
+two handler pods during a rolling update. Each claim gets its own result: one claim's failure
+does not fail the others of the same call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from deckhouse_gpu.domain.active_modes import active_modes
+from deckhouse_gpu.domain.checkpoint import Checkpoint, ClaimEntry
+from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.domain.slice_layout import pool_name
+from deckhouse_gpu.ports.checkpoint import CheckpointStore
+from deckhouse_gpu.ports.claim_cdi import ClaimCDI
+from deckhouse_gpu.ports.clock import Clock, rfc3339
+from deckhouse_gpu.ports.dra_plugin import ClaimRef, PreparedDevice, PrepareResult
+from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound
+from deckhouse_gpu.ports.mig import MigControl, MigError
+from deckhouse_gpu.services.claim_status import publish_devices
+from deckhouse_gpu.services.host_release import release
+from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS, PrepareContext, PrepareError, run_steps
+
+log = logging.getLogger(__name__)
+
+
+def prepared_devices(entry: ClaimEntry) -> tuple[PreparedDevice, ...]:
+    return tuple(
+        PreparedDevice(
+            # The kubelet matches containers by the request name, without a subrequest suffix.
+            request_names=(plan.request.split("/", 1)[0],),
+            pool_name=plan.pool,
+            device_name=plan.device,
+            cdi_device_ids=entry.cdi_device_ids.get(plan.device, ()),
+            share_id=plan.share_id,
+        )
+        for plan in entry.devices
+    )
+
+
+class PrepareService:
+    def __init__(
+        self,
+        api: KubeAPI,
+        node_name: str,
+        store: CheckpointStore,
+        lock: Callable[[], AbstractContextManager[Any]],
+        mig: MigControl,
+        cdi: ClaimCDI,
+        clock: Clock,
+        on_mode_change: Callable[[], None] | None = None,
+        after_step: Callable[[str], None] | None = None,
+    ) -> None:
+        self.api, self.node_name, self.store, self.lock = api, node_name, store, lock
+        self.mig, self.cdi, self.clock = mig, cdi, clock
+        self.on_mode_change = on_mode_change
+        self.after_step = after_step
+        self.modes: dict[str, str] = {}  # what offers must respect; refreshed after every call
+
+    def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
+        results: dict[str, PrepareResult] = {}
+        with self.lock():
+            checkpoint = self._load()
+            cards = self._cards()
+            for claim in claims:
+                checkpoint, results[claim.uid] = self._prepare_one(claim, checkpoint, cards)
+            self._modes_changed(checkpoint)
+        return results
+
+    def _prepare_one(
+        self, claim: ClaimRef, checkpoint: Checkpoint, cards: list[Any]
+    ) -> tuple[Checkpoint, PrepareResult]:
+        now = rfc3339(self.clock.now())
+        ctx = PrepareContext(
+            claim,
+            checkpoint,
+            self.store.save,
+            self.mig,
+            self.cdi,
+            now,
+            cards=cards,
+            pool=pool_name(self.node_name),
+        )
+        try:
+            entry = checkpoint.get(claim.uid)
+            if entry is None or entry.state != "PrepareCompleted":  # a finished claim needs no read
+                ctx.claim_object = self.api.get(RESOURCE_CLAIMS, claim.name, namespace=claim.namespace)
+            run_steps(PREPARE_STEPS, ctx, self.after_step)
+        except NotFound:
+            return ctx.checkpoint, PrepareResult(
+                error=f"ResourceClaim {claim.namespace}/{claim.name} not found"
+            )
+        except (PrepareError, MigError, KubeError, OSError) as error:
+            log.warning("prepare failed", extra={"claim": claim.uid, "error": str(error)})
+            return ctx.checkpoint, PrepareResult(error=str(error))
+        assert ctx.entry is not None
+        if not ctx.done:
+            publish_devices(self.api, ctx.entry, now, prepared=True)
+            log.info(
+                "claim prepared", extra={"claim": claim.uid, "devices": [d.device for d in ctx.entry.devices]}
+            )
+        return ctx.checkpoint, PrepareResult(devices=prepared_devices(ctx.entry))
+
+    def unprepare(self, claims: list[ClaimRef]) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        with self.lock():
+            checkpoint = self._load()
+            for claim in claims:
+                entry = checkpoint.get(claim.uid)
+                if entry is None:
+                    errors[claim.uid] = ""  # unknown: nothing was prepared here (or it is already undone)
+                    continue
+                try:
+                    checkpoint = release(entry, checkpoint, self.mig, self.cdi, self.store.save)
+                except (MigError, OSError) as error:
+                    errors[claim.uid] = f"unprepare failed, the kubelet retries: {error}"
+                    continue
+                errors[claim.uid] = ""
+                publish_devices(self.api, entry, rfc3339(self.clock.now()), prepared=False)
+                log.info("claim unprepared", extra={"claim": claim.uid})
+            self._modes_changed(checkpoint)
+        return errors
+
+    def start(self) -> None:
+        """Cleans up after a crash or a reboot: entries of an earlier boot, MIG instances and CDI
+        specs no checkpoint entry owns."""
+        with self.lock():
+            decoded = self.store.load()
+            checkpoint = decoded.checkpoint
+            for entry in decoded.dropped_after_reboot:
+                # Nothing of it survived the reboot on the GPU; its spec and MIG mode may have.
+                checkpoint = release(entry, checkpoint.with_entry(entry), self.mig, self.cdi, self.store.save)
+            owned = checkpoint.owned_mig()
+            for card in self._mig_cards():
+                for instance in self.mig.instances(card):
+                    if (instance.card, instance.gpu_instance_id, instance.compute_instance_id) not in owned:
+                        log.warning(
+                            "destroying a MIG instance no claim owns",
+                            extra={"card": card, "uuid": instance.uuid},
+                        )
+                        self.mig.destroy_instance(
+                            card, instance.gpu_instance_id, instance.compute_instance_id
+                        )
+            for uid in self.cdi.claims_with_specs() - set(checkpoint.claims):
+                self.cdi.delete_claim(uid)
+            self.store.save(checkpoint)
+            self._modes_changed(checkpoint)
+
+    def _load(self) -> Checkpoint:
+        decoded = self.store.load()
+        if decoded.corrupt_reason:
+            log.error("checkpoint was corrupt and was set aside", extra={"reason": decoded.corrupt_reason})
+        return decoded.checkpoint
+
+    def _cards(self) -> list[Any]:
+        return self.api.list(PHYSICAL_GPUS, label_selector=node_selector(self.node_name)).items
+
+    def _mig_cards(self) -> list[str]:
+        try:
+            cards = self._cards()
+        except KubeError:
+            return []
+        addresses = [((c.get("status") or {}).get("pciInfo") or {}).get("address") for c in cards]
+        return [a for a in addresses if a and self._safe_mig_enabled(a)]
+
+    def _safe_mig_enabled(self, card: str) -> bool:
+        try:
+            return self.mig.mig_enabled(card)
+        except MigError:
+            return False
+
+    def _modes_changed(self, checkpoint: Checkpoint) -> None:
+        modes = {card: str(mode) for card, mode in active_modes(checkpoint).items()}
+        if modes != self.modes:
+            self.modes = modes
+            if self.on_mode_change is not None:
+                self.on_mode_change()
