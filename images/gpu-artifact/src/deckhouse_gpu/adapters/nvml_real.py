@@ -83,25 +83,30 @@ class RealNVML:
                     )
                 )
             except nv.NVMLError as error:
-                self._raise_if_library_wide(nv, error, "nvmlDeviceGetHandleByIndex")
+                self.raise_if_library_wide(nv, error, "nvmlDeviceGetHandleByIndex")
                 # A lost card must not hide the others; its own snapshot() reports it by address.
                 log.warning("NVML device %d: cannot read its PCI address: %s", index, describe(error))
         return sorted(addresses)
 
     def snapshot(self, pci_address: str) -> DeviceSnapshot:
+        nv, handle, address = self.device_handle(pci_address)
+        return CardReader(nv, handle, address, self.raise_if_library_wide).read()
+
+    def device_handle(self, pci_address: str) -> tuple[Any, Any, str]:
+        """The bindings, the card's NVML handle and its normalised address, initialising NVML first;
+        for the adapters that act on a card (MIG control) beside the snapshot."""
         try:
             address = normalize_pci_address(pci_address)
         except ValueError as error:
             raise NVMLDeviceNotFound(str(error)) from error
         nv, _ = self._ready()
         try:
-            handle = nv.nvmlDeviceGetHandleByPciBusId(address)
+            return nv, nv.nvmlDeviceGetHandleByPciBusId(address), address
         except nv.NVMLError as error:
-            self._raise_if_library_wide(nv, error, "nvmlDeviceGetHandleByPciBusId")
+            self.raise_if_library_wide(nv, error, "nvmlDeviceGetHandleByPciBusId")
             if error.value in (nv.NVML_ERROR_NOT_FOUND, getattr(nv, "NVML_ERROR_GPU_NOT_FOUND", None)):
                 raise NVMLDeviceNotFound(f"{address}: NVML knows no device at this address") from error
             raise NVMLQueryFailed(address, "nvmlDeviceGetHandleByPciBusId", describe(error)) from error
-        return CardReader(nv, handle, address, self._raise_if_library_wide).read()
 
     def close(self) -> None:
         with self._lock:
@@ -167,7 +172,8 @@ class RealNVML:
             self._driver = None
             raise NVMLUnavailable(unavailable_message(nv, query, error)) from error
 
-    def _raise_if_library_wide(self, nv: Any, error: Any, query: str) -> None:
+    def raise_if_library_wide(self, nv: Any, error: Any, query: str) -> None:
+        """Raises NVMLUnavailable, and initialises again next time, when the error is library-wide."""
         if error.value in library_codes(nv):
             self._driver = None  # initialise again next time: the driver may have been reloaded
             raise NVMLUnavailable(unavailable_message(nv, query, error)) from error

@@ -30,7 +30,7 @@ def release(
     if entry.state == "PrepareStarted":
         _destroy_unrecorded(entry, checkpoint, mig)
     for card in entry.mig_enabled_cards:
-        _disable_if_unused(card, entry.uid, checkpoint, mig)
+        checkpoint = _disable_or_hand_over(card, entry.uid, checkpoint, mig, save)
     cdi.delete_claim(entry.uid)
     checkpoint = checkpoint.without(entry.uid)
     save(checkpoint)
@@ -57,14 +57,25 @@ def _destroy_unrecorded(entry: ClaimEntry, checkpoint: Checkpoint, mig: MigContr
                 mig.destroy_instance(instance.card, instance.gpu_instance_id, instance.compute_instance_id)
 
 
-def _disable_if_unused(card: str, uid: str, checkpoint: Checkpoint, mig: MigControl) -> None:
-    others_use_mig = any(
-        device.card == card and device.kind == "MIG"
-        for entry in checkpoint.claims.values()
-        if entry.uid != uid
-        for device in entry.devices
+def _disable_or_hand_over(
+    card: str, uid: str, checkpoint: Checkpoint, mig: MigControl, save: Save
+) -> Checkpoint:
+    """Switches MIG off on a card this claim switched on, once nothing uses it; while another claim
+    still has instances there, that claim inherits the duty, so the last one out switches it off."""
+    heir = next(
+        (
+            entry
+            for entry in checkpoint.claims.values()
+            if entry.uid != uid and any(d.card == card and d.kind == "MIG" for d in entry.devices)
+        ),
+        None,
     )
-    if others_use_mig or mig.instances(card) or not mig.mig_enabled(card):
-        return
+    if heir is not None:
+        checkpoint = checkpoint.with_entry(heir.with_mig_enabled(card))
+        save(checkpoint)
+        return checkpoint
+    if mig.instances(card) or not mig.mig_enabled(card):
+        return checkpoint
     mig.set_mig_mode(card, False)
     log.info("MIG mode switched off again: the last instance on the card is gone", extra={"card": card})
+    return checkpoint

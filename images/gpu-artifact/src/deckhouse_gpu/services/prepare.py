@@ -113,7 +113,10 @@ class PrepareService:
             for claim in claims:
                 entry = checkpoint.get(claim.uid)
                 if entry is None:
-                    errors[claim.uid] = ""  # unknown: nothing was prepared here (or it is already undone)
+                    # Unknown: nothing was prepared here, or it is undone already, or the checkpoint
+                    # was lost; a spec left behind by the latter still goes.
+                    self.cdi.delete_claim(claim.uid)
+                    errors[claim.uid] = ""
                     continue
                 try:
                     checkpoint = release(entry, checkpoint, self.mig, self.cdi, self.store.save)
@@ -135,6 +138,15 @@ class PrepareService:
             for entry in decoded.dropped_after_reboot:
                 # Nothing of it survived the reboot on the GPU; its spec and MIG mode may have.
                 checkpoint = release(entry, checkpoint.with_entry(entry), self.mig, self.cdi, self.store.save)
+            if decoded.corrupt_reason:
+                # Without a checkpoint nobody knows which instances running Pods still use: keep
+                # them; unprepare calls of the kubelet remove them claim by claim.
+                log.error(
+                    "checkpoint was corrupt: MIG instances and CDI specs are kept, not cleaned up",
+                    extra={"reason": decoded.corrupt_reason},
+                )
+                self.store.save(checkpoint)
+                return
             owned = checkpoint.owned_mig()
             for card in self._mig_cards():
                 for instance in self.mig.instances(card):

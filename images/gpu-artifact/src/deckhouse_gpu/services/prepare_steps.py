@@ -202,7 +202,8 @@ PREPARE_STEPS: tuple[Step, ...] = (
 def run_steps(
     steps: tuple[Step, ...], ctx: PrepareContext, after: Callable[[str], None] | None = None
 ) -> None:
-    """Runs ``steps``; on a failure undoes the finished ones in reverse and re-raises.
+    """Runs ``steps``; on a failure undoes the failed step (it may have done part of its work) and
+    the finished ones, in reverse, and re-raises.
 
     ``after`` is called at every step boundary (metrics, and the crash tests' kill point).
     """
@@ -213,7 +214,7 @@ def run_steps(
         try:
             step.run(ctx)
         except Exception:
-            for done in reversed(finished):
+            for done in reversed([*finished, step]):
                 try:
                     done.undo(ctx)
                 except Exception:

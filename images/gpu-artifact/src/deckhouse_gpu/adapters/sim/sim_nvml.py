@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from deckhouse_gpu.adapters.sim.nvml_data import ModelData, known_models, load_model
 from deckhouse_gpu.domain.pci import is_pci_address
+from deckhouse_gpu.ports.mig import MigInstance
 from deckhouse_gpu.ports.nvml import (
     DeviceSnapshot,
     DriverInfo,
@@ -66,11 +68,16 @@ class SimCard:
 
 
 @dataclass
-class _Card:
+class CardState:
+    """One simulated card's mutable state; SimulatedMig changes its MIG part under the same lock."""
+
     model: ModelData
     uuid: str
     mig_current: bool
     mig_pending: bool
+    busy: bool = False  # processes run on the card
+    mig_instances: list[MigInstance] = field(default_factory=list)
+    mig_created: int = 0  # instances ever created here, so a re-created one gets a new MIG UUID
 
 
 def simulated_uuid(node_name: str, address: str) -> str:
@@ -90,7 +97,7 @@ class SimulatedNVML:
         self.node_name = node_name
         self._lock = threading.Lock()
         self._driver = DriverInfo(driver_version, cuda_version)
-        self._cards: dict[str, _Card] = {}
+        self._cards: dict[str, CardState] = {}
         self._unavailable: str | None = None  # why NVML cannot work at all
         self._device_failures: dict[str, str] = {}
         self._query_failures: dict[tuple[str, str], str | None] = {}  # None: NOT_SUPPORTED
@@ -108,14 +115,8 @@ class SimulatedNVML:
             return sorted(self._cards)
 
     def snapshot(self, pci_address: str) -> DeviceSnapshot:
-        address = pci_address.lower()
-        with self._lock:
-            self._check_library()
-            if (card := self._cards.get(address)) is None:
-                raise NVMLDeviceNotFound(f"{address}: NVML knows no device at this address")
-            if (lost := self._device_failures.get(address)) is not None:
-                raise NVMLQueryFailed(address, "nvmlDeviceGetHandleByPciBusId", lost)
-            return self._snapshot(address, card)
+        with self.card_state(pci_address) as card:
+            return self._snapshot(pci_address.lower(), card)
 
     def add_card(self, address: str, card: str | SimCard) -> None:
         spec = SimCard(card) if isinstance(card, str) else card
@@ -130,7 +131,7 @@ class SimulatedNVML:
             raise SimNVMLConfigError(f"{address}: model {spec.model} has no MIG")
         device_uuid = spec.uuid or simulated_uuid(self.node_name, address)
         with self._lock:
-            self._cards[address] = _Card(model, device_uuid, spec.mig_current, pending)
+            self._cards[address] = CardState(model, device_uuid, spec.mig_current, pending)
 
     def remove_card(self, address: str) -> None:
         with self._lock:
@@ -148,12 +149,34 @@ class SimulatedNVML:
                 raise NVMLQueryFailed(address.lower(), "nvmlDeviceSetMigMode", "Not Supported")
             card.mig_current = card.mig_current if current is None else current
             card.mig_pending = card.mig_pending if pending is None else pending
+            if not card.mig_current:
+                card.mig_instances.clear()  # no MIG instance exists outside MIG mode
 
     def reset(self, address: str) -> None:
-        """A GPU reset: the pending MIG mode becomes the current one."""
+        """A GPU reset: the pending MIG mode becomes the current one; no MIG instance survives it."""
         with self._lock:
             card = self._card(address)
             card.mig_current = card.mig_pending
+            card.mig_instances.clear()
+
+    def set_busy(self, address: str, busy: bool = True) -> None:
+        """Processes run on the card (or no longer do): a MIG mode change then waits for a reset."""
+        with self._lock:
+            self._card(address).busy = busy
+
+    @contextmanager
+    def card_state(self, address: str) -> Iterator[CardState]:
+        """One card's state under the simulator's lock, for SimulatedMig, which shares it so that
+        snapshot() reports the MIG mode it set. Fails as snapshot() does: no library, no such
+        card, or a lost one."""
+        address = address.lower()
+        with self._lock:
+            self._check_library()
+            if (card := self._cards.get(address)) is None:
+                raise NVMLDeviceNotFound(f"{address}: NVML knows no device at this address")
+            if (lost := self._device_failures.get(address)) is not None:
+                raise NVMLQueryFailed(address, "nvmlDeviceGetHandleByPciBusId", lost)
+            yield card
 
     def fail_library(self, detail: str = LIBRARY_MISSING) -> None:
         """libnvidia-ml cannot be loaded: every call raises NVMLUnavailable."""
@@ -194,7 +217,7 @@ class SimulatedNVML:
         if self._unavailable is not None:
             raise NVMLUnavailable(self._unavailable)
 
-    def _card(self, address: str) -> _Card:
+    def _card(self, address: str) -> CardState:
         if (card := self._cards.get(address.lower())) is None:
             raise SimNVMLConfigError(f"no simulated card at {address}")
         return card
@@ -209,7 +232,7 @@ class SimulatedNVML:
             return value
         return self._required(address, query, None)  # None when NOT_SUPPORTED, else it raises
 
-    def _snapshot(self, address: str, card: _Card) -> DeviceSnapshot:
+    def _snapshot(self, address: str, card: CardState) -> DeviceSnapshot:
         model = card.model
         constraints = self._read(address, Query.POWER_RANGE, (model.power.min_w, model.power.max_w))
         mig = model.mig

@@ -1,0 +1,40 @@
+"""The per-claim CDI specs as files: discovery of the driver and the card, the spec, the writer."""
+
+from __future__ import annotations
+
+from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery
+from deckhouse_gpu.adapters.cdi_writer import CdiWriter
+from deckhouse_gpu.domain.cdi_spec import ClaimDevice, claim_device_name, claim_spec, qualified_id
+from deckhouse_gpu.domain.checkpoint import DevicePlan, MigRecord
+
+
+class FileClaimCDI:
+    """Implements the ClaimCDI port; the driver is discovered afresh at every prepare, so a driver
+    upgrade on the node never leaves stale paths in new containers."""
+
+    def __init__(self, discovery: CdiDiscovery, writer: CdiWriter, hook_path: str | None) -> None:
+        self.discovery = discovery
+        self.writer = writer
+        self.hook_path = hook_path
+
+    def write_claim(
+        self, claim_uid: str, devices: tuple[DevicePlan, ...], mig: tuple[MigRecord, ...]
+    ) -> dict[str, tuple[str, ...]]:
+        instances: dict[tuple[str, int | None], MigRecord] = {(r.card, r.placement_start): r for r in mig}
+        entries = []
+        for plan in devices:
+            card = self.discovery.card_node(plan.card)
+            caps = None
+            if plan.kind == "MIG":
+                record = instances[(plan.card, plan.placement_start)]
+                caps = self.discovery.mig_caps(card.minor, record.gpu_instance_id, record.compute_instance_id)
+            entries.append(ClaimDevice(plan.device, card, caps))
+        spec = claim_spec(self.discovery.driver_files(self.hook_path), claim_uid, entries)
+        self.writer.write_claim(claim_uid, spec)
+        return {plan.device: (qualified_id(claim_device_name(claim_uid, plan.device)),) for plan in devices}
+
+    def delete_claim(self, claim_uid: str) -> None:
+        self.writer.delete_claim(claim_uid)
+
+    def claims_with_specs(self) -> set[str]:
+        return set(self.writer.claim_uids())

@@ -1,0 +1,295 @@
+"""gpu-handler's prepare checkpoint: which claims it prepared and what it changed on the host.
+
+Two-phase (ARCHITECTURE D9): an entry is written ``PrepareStarted`` before the host is touched
+and ``PrepareCompleted`` after, so a crash in between leaves a record of what may be half done.
+MIG records are added one at a time as the instances are created, so a rollback knows exactly
+what to destroy. The file carries the node's boot ID: nothing a prepare makes survives a reboot
+(MIG instances go with the driver, CDI specs under /var/run with the tmpfs), so entries from
+another boot are not prepared any more and are handed back separately for the leftovers that do
+survive (a CDI spec under /etc/cdi). Pure: bytes in, bytes out; timestamps come from the caller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # only the shape: the domain does not depend on ports at run time
+    from deckhouse_gpu.ports.mig import MigInstance
+
+VERSION = 1
+CHECKSUM_PREFIX = "sha256:"
+
+type State = Literal["PrepareStarted", "PrepareCompleted"]
+type DeviceKind = Literal["Physical", "MIG"]
+STATES: tuple[State, ...] = ("PrepareStarted", "PrepareCompleted")
+KINDS: tuple[DeviceKind, ...] = ("Physical", "MIG")
+
+
+class CorruptCheckpoint(ValueError):
+    """The bytes are not a checkpoint this reader can trust; ``reason`` says what is wrong where."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """One allocated device of a claim, as the scheduler chose it."""
+
+    request: str
+    pool: str
+    device: str  # the ResourceSlice device name
+    card: str  # PCI address of the physical GPU
+    kind: DeviceKind
+    share_id: str | None = None
+    profile_id: int | None = None  # MIG only: GPU instance profile and placement to create
+    placement_start: int | None = None
+    placement_size: int | None = None
+
+
+@dataclass(frozen=True)
+class MigRecord:
+    """A MIG instance this claim created: what a rollback or unprepare destroys."""
+
+    card: str
+    gpu_instance_id: int
+    compute_instance_id: int
+    profile_id: int
+    placement_start: int
+    placement_size: int
+    uuid: str
+
+    @classmethod
+    def from_instance(cls, instance: MigInstance) -> MigRecord:
+        return cls(
+            card=instance.card,
+            gpu_instance_id=instance.gpu_instance_id,
+            compute_instance_id=instance.compute_instance_id,
+            profile_id=instance.profile_id,
+            placement_start=instance.placement_start,
+            placement_size=instance.placement_size,
+            uuid=instance.uuid,
+        )
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.card, self.gpu_instance_id, self.compute_instance_id)
+
+
+@dataclass(frozen=True)
+class ClaimEntry:
+    uid: str
+    namespace: str
+    name: str
+    state: State
+    devices: tuple[DevicePlan, ...]
+    mig: tuple[MigRecord, ...] = ()
+    mig_enabled_cards: tuple[str, ...] = ()  # cards this claim switched to MIG mode
+    cdi_device_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)  # device -> CDI ids
+    updated: str = ""  # RFC 3339, for people reading the file
+
+    def with_state(self, state: State, updated: str | None = None) -> ClaimEntry:
+        return replace(self, state=state, updated=self.updated if updated is None else updated)
+
+    def completed(self, cdi_device_ids: dict[str, tuple[str, ...]], updated: str | None = None) -> ClaimEntry:
+        done = replace(self, cdi_device_ids=dict(cdi_device_ids))
+        return done.with_state("PrepareCompleted", updated)
+
+    def with_mig(self, record: MigRecord) -> ClaimEntry:
+        """Adds a created instance; one with the same (card, GI, CI) is replaced, not doubled."""
+        kept = tuple(existing for existing in self.mig if existing.key != record.key)
+        return replace(self, mig=(*kept, record))
+
+    def without_mig(self, key: tuple[str, int, int]) -> ClaimEntry:
+        """Drops an instance once destroyed, so a rollback interrupted halfway resumes where it was."""
+        return replace(self, mig=tuple(record for record in self.mig if record.key != key))
+
+    def with_mig_enabled(self, card: str) -> ClaimEntry:
+        if card in self.mig_enabled_cards:
+            return self
+        return replace(self, mig_enabled_cards=(*self.mig_enabled_cards, card))
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    boot_id: str
+    claims: dict[str, ClaimEntry] = field(default_factory=dict)  # by claim UID
+
+    def get(self, uid: str) -> ClaimEntry | None:
+        return self.claims.get(uid)
+
+    def with_entry(self, entry: ClaimEntry) -> Checkpoint:
+        return replace(self, claims={**self.claims, entry.uid: entry})
+
+    def without(self, uid: str) -> Checkpoint:
+        return replace(self, claims={key: entry for key, entry in self.claims.items() if key != uid})
+
+    def entries_in(self, state: State) -> list[ClaimEntry]:
+        return [self.claims[uid] for uid in sorted(self.claims) if self.claims[uid].state == state]
+
+    def owned_mig(self) -> set[tuple[str, int, int]]:
+        """(card, GI, CI) of every instance some entry owns, half-prepared ones included."""
+        return {record.key for entry in self.claims.values() for record in entry.mig}
+
+
+@dataclass(frozen=True)
+class Decoded:
+    checkpoint: Checkpoint  # always under the boot ID the caller passed
+    dropped_after_reboot: list[ClaimEntry] = field(default_factory=list)
+    corrupt_reason: str = ""  # set by a store that found the file corrupt and started afresh
+
+
+def checksum(document: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON (sorted keys, no spaces, ASCII) of all but the checksum."""
+    body = {key: value for key, value in document.items() if key != "checksum"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return CHECKSUM_PREFIX + hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def encode(checkpoint: Checkpoint) -> bytes:
+    claims = {uid: _entry_json(checkpoint.claims[uid]) for uid in sorted(checkpoint.claims)}
+    document: dict[str, Any] = {"version": VERSION, "bootID": checkpoint.boot_id, "claims": claims}
+    document["checksum"] = checksum(document)
+    return (json.dumps(document, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def decode(data: bytes, boot_id: str) -> Decoded:
+    """The checkpoint for this boot; entries of another boot come back in ``dropped_after_reboot``."""
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError too
+        raise CorruptCheckpoint(f"not JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise CorruptCheckpoint(f"expected a JSON object at the top, got {type(document).__name__}")
+    version = _get(document, "version", "", int)
+    if version != VERSION:  # checked first: a newer version may hash differently
+        raise CorruptCheckpoint(f"unknown version {version} (this reader knows {VERSION})")
+    stated = _get(document, "checksum", "", str)
+    if not stated.startswith(CHECKSUM_PREFIX):
+        raise CorruptCheckpoint(f"checksum: unsupported algorithm in {stated!r}")
+    actual = checksum(document)
+    if stated != actual:
+        raise CorruptCheckpoint(f"checksum mismatch: the file says {stated}, its content hashes to {actual}")
+    written_boot = _get(document, "bootID", "", str)
+    claims: dict[str, ClaimEntry] = {}
+    for uid, raw in _get(document, "claims", "", dict).items():
+        entry = _entry(raw, f"claims.{uid}")
+        if entry.uid != uid:
+            raise CorruptCheckpoint(f"claims.{uid}: the entry's uid is {entry.uid!r}")
+        claims[uid] = entry
+    if written_boot != boot_id:
+        return Decoded(Checkpoint(boot_id), dropped_after_reboot=[claims[uid] for uid in sorted(claims)])
+    return Decoded(Checkpoint(boot_id, claims))
+
+
+# Python field -> (JSON key, type, required); keys are camelCase with "ID" as Kubernetes writes it.
+_DEVICE_FIELDS: dict[str, tuple[str, type, bool]] = {
+    "request": ("request", str, True),
+    "pool": ("pool", str, True),
+    "device": ("device", str, True),
+    "card": ("card", str, True),
+    "kind": ("kind", str, True),
+    "share_id": ("shareID", str, False),
+    "profile_id": ("profileID", int, False),
+    "placement_start": ("placementStart", int, False),
+    "placement_size": ("placementSize", int, False),
+}
+_MIG_FIELDS: dict[str, tuple[str, type, bool]] = {
+    "card": ("card", str, True),
+    "gpu_instance_id": ("gpuInstanceID", int, True),
+    "compute_instance_id": ("computeInstanceID", int, True),
+    "profile_id": ("profileID", int, True),
+    "placement_start": ("placementStart", int, True),
+    "placement_size": ("placementSize", int, True),
+    "uuid": ("uuid", str, True),
+}
+_TYPE_NAMES = {str: "a string", int: "an integer", dict: "an object", list: "a list"}
+
+
+def _entry_json(entry: ClaimEntry) -> dict[str, Any]:
+    return {
+        "uid": entry.uid,
+        "namespace": entry.namespace,
+        "name": entry.name,
+        "state": entry.state,
+        "devices": [_flat_json(device, _DEVICE_FIELDS) for device in entry.devices],
+        "mig": [_flat_json(record, _MIG_FIELDS) for record in entry.mig],
+        "migEnabledCards": list(entry.mig_enabled_cards),
+        "cdiDeviceIDs": {device: list(ids) for device, ids in entry.cdi_device_ids.items()},
+        "updated": entry.updated,
+    }
+
+
+def _flat_json(value: object, fields: dict[str, tuple[str, type, bool]]) -> dict[str, Any]:
+    """The fields as JSON, leaving out the unset (None) ones."""
+    present = ((key, getattr(value, name)) for name, (key, _, _) in fields.items())
+    return {key: item for key, item in present if item is not None}
+
+
+def _get(obj: dict[str, Any], key: str, path: str, kind: type, required: bool = True) -> Any:
+    """``obj[key]`` checked against ``kind``; unknown keys next to it are simply never asked for."""
+    where = f"{path}.{key}" if path else key
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise CorruptCheckpoint(f"{where}: missing")
+        return None
+    # bool is an int subclass in Python, never an integer in the file.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise CorruptCheckpoint(f"{where}: expected {_TYPE_NAMES[kind]}, got {type(value).__name__}")
+    return value
+
+
+def _object(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise CorruptCheckpoint(f"{path}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _flat_values(raw: Any, path: str, fields: dict[str, tuple[str, type, bool]]) -> dict[str, Any]:
+    obj = _object(raw, path)
+    return {name: _get(obj, key, path, kind, required) for name, (key, kind, required) in fields.items()}
+
+
+def _one_of[T: str](value: str, where: str, allowed: tuple[T, ...]) -> T:
+    if value not in allowed:
+        raise CorruptCheckpoint(f"{where}: {value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _strings(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise CorruptCheckpoint(f"{path}: expected a list of strings")
+    return tuple(value)
+
+
+def _entry(raw: Any, path: str) -> ClaimEntry:
+    obj = _object(raw, path)
+    devices = _get(obj, "devices", path, list)
+    mig = _get(obj, "mig", path, list, required=False) or []
+    cdi = _get(obj, "cdiDeviceIDs", path, dict, required=False) or {}
+    return ClaimEntry(
+        uid=_get(obj, "uid", path, str),
+        namespace=_get(obj, "namespace", path, str),
+        name=_get(obj, "name", path, str),
+        state=_one_of(_get(obj, "state", path, str), f"{path}.state", STATES),
+        devices=tuple(_device(item, f"{path}.devices[{i}]") for i, item in enumerate(devices)),
+        mig=tuple(
+            MigRecord(**_flat_values(item, f"{path}.mig[{i}]", _MIG_FIELDS)) for i, item in enumerate(mig)
+        ),
+        mig_enabled_cards=_strings(obj.get("migEnabledCards") or [], f"{path}.migEnabledCards"),
+        cdi_device_ids={
+            device: _strings(ids, f"{path}.cdiDeviceIDs.{device}") for device, ids in cdi.items()
+        },
+        updated=_get(obj, "updated", path, str, required=False) or "",
+    )
+
+
+def _device(raw: Any, path: str) -> DevicePlan:
+    values = _flat_values(raw, path, _DEVICE_FIELDS)
+    _one_of(values["kind"], f"{path}.kind", KINDS)
+    return DevicePlan(**values)

@@ -1,0 +1,22 @@
+"""Where gpu-handler keeps its prepare checkpoint (ARCHITECTURE D9).
+
+Callers hold the node lock (``pu.lock``) around a load and the saves that follow it: the store
+itself does not serialise writers.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from deckhouse_gpu.domain.checkpoint import Checkpoint, Decoded
+
+
+class CheckpointStore(Protocol):
+    def load(self) -> Decoded:
+        """The checkpoint of this boot: empty when there is none, or when it was corrupt (and then
+        ``corrupt_reason`` says why); entries of an earlier boot in ``dropped_after_reboot``."""
+        ...
+
+    def save(self, checkpoint: Checkpoint) -> None:
+        """Replaces the stored checkpoint atomically: after a crash either the old or the new one is read."""
+        ...
