@@ -5,17 +5,29 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 ARTIFACT := images/gpu-artifact
 SCENARIO ?= mixed-cluster
+# The kubelet's gRPC protos are compiled into this package by tools/gen-proto; never committed.
+PROTOS := $(shell find $(ARTIFACT)/proto -name '*.proto')
+KUBELET_GEN := $(ARTIFACT)/src/deckhouse_gpu/adapters/kubelet_gen
 
-.PHONY: venv demo test lint typecheck unit bench clean
+.PHONY: venv proto demo test lint typecheck unit bench clean
 
 $(VENV)/.installed: requirements-dev.txt $(ARTIFACT)/requirements.txt $(ARTIFACT)/pyproject.toml
 	rm -rf $(VENV)
 	"$$(tools/find-python312)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	PYTHON=$(PY) tools/gen-proto
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e $(ARTIFACT)
 	touch $@
 
-venv: $(VENV)/.installed
+# Regenerates when a proto or the script changes, or when the package is missing (a git clean).
+# The venv is order-only: a new venv generates by itself, and must not make this stale.
+$(KUBELET_GEN)/__init__.py: $(PROTOS) tools/gen-proto | $(VENV)/.installed
+	PYTHON=$(PY) tools/gen-proto
+
+venv: $(VENV)/.installed $(KUBELET_GEN)/__init__.py
+
+proto: $(VENV)/.installed
+	PYTHON=$(PY) tools/gen-proto
 
 demo: venv
 	$(VENV)/bin/gpu-simulator --scenario $(SCENARIO)
@@ -36,4 +48,4 @@ bench: venv
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(KUBELET_GEN)
