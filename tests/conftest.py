@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,3 +36,11 @@ def host(tmp_path: Path) -> HostBuilder:
     builder = HostBuilder(tmp_path / "host").standard_node()
     builder.add_other_devices(12)
     return builder
+
+
+@pytest.fixture
+def short_root() -> Iterator[Path]:
+    """A directory with a short path: kubelet sockets go under it, and a Unix socket path has 107 bytes."""
+    root = Path(tempfile.mkdtemp(prefix="gpu-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)

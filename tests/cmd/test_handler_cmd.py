@@ -137,7 +137,8 @@ def test_prestart_gives_up_with_hints(tmp_path, capsys):
     assert "libnvidia-ml.so.1" in err
 
 
-def test_run_process_fills_the_api_and_stops_on_sigterm(host, tmp_path):
+def test_run_process_fills_the_api_and_stops_on_sigterm(tmp_path, short_root):
+    host = HostBuilder(short_root / "host").standard_node().install_nvidia_driver()
     host.add_gpu("a30", "0000:17:00.0")
     with FakeApiServer() as server:
         server.kube.create(NODES, {"metadata": {"name": "w1"}})

@@ -19,7 +19,9 @@ import yaml
 
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.health_server import serve_health
+from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
 from deckhouse_gpu.cmd import handler_wiring as wiring
+from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.domain.hardware_health import HealthSettings
 from deckhouse_gpu.domain.inventory import node_selector
@@ -34,6 +36,7 @@ from deckhouse_gpu.services.object_watch import start_watch
 from deckhouse_gpu.services.slice_preview import render_nodes
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from deckhouse_gpu.services.snapshot_preview import preview
+from deckhouse_gpu.services.trigger_loop import Trigger
 
 COMPONENT = "gpu-handler"
 
@@ -81,6 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get("DRA_CONSUMABLE_CAPACITY", "auto"),
         help="publish shared offers on sharing nodes (auto: until the API server drops the fields)",
     )
+
+    add_plugin_arguments(run)
 
     render = commands.add_parser(
         "render-slices", help="print the ResourceSlices for given PhysicalGPUs, touch no API"
@@ -195,25 +200,35 @@ def render_slices(args: argparse.Namespace, out: TextIO) -> int:
 def run(args: argparse.Namespace, api: KubeAPI) -> int:
     clock = SystemClock()
     try:
-        nvml = wiring.make_nvml(args, wiring.node_gpu_addresses(args, api))
+        addresses = wiring.node_gpu_addresses(args, api)
+        nvml = wiring.make_nvml(args, addresses)
     except wiring.WiringError as error:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
         return 2
     events = EventRecorder(api, COMPONENT, args.node_name, clock)
     capabilities = CapabilitiesPass(api, nvml, args.node_name, events, clock, args.health)
-    publisher = SlicePublisher(
-        api, args.node_name, events, PublisherSettings(args.partitionable, args.consumable_capacity)
-    )
+    features = PublisherSettings(args.partitionable, args.consumable_capacity)
+    publisher = SlicePublisher(api, args.node_name, events, features)
     health = HealthState()
-    loop = HandlerLoop(
-        capabilities, health, clock, HandlerSettings(args.heartbeat_seconds, args.health), publisher
-    )
+    settings = HandlerSettings(args.heartbeat_seconds, args.health)
+    loop = HandlerLoop(capabilities, health, clock, settings, publisher)
+    plugin = None
+    if not args.no_kubelet_plugin:
+        prepare, paths, write_base_spec = build_prepare(
+            args, api, nvml, addresses, clock, on_mode_change=lambda: loop.notify(Trigger("prepare", "mode"))
+        )
+        loop.modes = lambda: prepare.modes  # offers follow what is prepared (ARCHITECTURE.md D2 b)
+        loop.after_publish = write_base_spec
+        prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
+        plugin = start_plugin(prepare, paths)
     stop = threading.Event()
     stop_on_signals(stop, loop.wake)
     server = serve_health(health, listen_address(args.health_address), clock.monotonic)
     start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
     start_watch(api, NODES, None, loop.on_node_change, stop, field_selector=f"metadata.name={args.node_name}")
     loop.run(stop)
+    if plugin is not None:
+        plugin.stop()
     server.shutdown()
     return 0
 

@@ -6,9 +6,10 @@ event); everything else is driven by the watch on this node's PhysicalGPUs (ARCH
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from deckhouse_gpu.domain.card_offers import ActiveMode
+from deckhouse_gpu.domain.card_offers import ActiveMode, eligible
 from deckhouse_gpu.domain.hardware_health import HealthSettings
 from deckhouse_gpu.domain.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
@@ -38,16 +39,20 @@ class HandlerLoop(TriggerLoop):
         clock: Clock,
         settings: HandlerSettings,
         publisher: SlicePublisher | None = None,
+        modes: Callable[[], Mapping[str, ActiveMode]] | None = None,
+        after_publish: Callable[[list[str]], None] | None = None,
     ) -> None:
         super().__init__(self._pass, health, clock, settings.timing)
         self.capabilities = capabilities
         self.settings = settings
         self.publisher = publisher
+        self.modes = modes
+        self.after_publish = after_publish  # e.g. the CDI base spec for the offered cards
         self._node_labels: dict[str, str] | None = None
 
     def active_modes(self) -> dict[str, ActiveMode]:
-        """The mode each card is prepared in (PCI address -> Physical/MIG); fed by prepare."""
-        return {}
+        """The mode each card is prepared in (PCI address -> Physical/MIG), from prepare's checkpoint."""
+        return dict(self.modes()) if self.modes is not None else {}
 
     def on_change(self, event: WatchEvent | None) -> None:
         """Watch callback; ignores the events of the handler's own writes."""
@@ -74,7 +79,11 @@ class HandlerLoop(TriggerLoop):
             try:
                 node = self.capabilities.api.get(NODES, self.capabilities.node_name)
                 published = self.publisher.publish(report.cards, node, self.active_modes())
-            except (KubeError, LayoutError, InvalidPool) as error:
+                if self.after_publish is not None:
+                    self.after_publish(
+                        [c["status"]["pciInfo"]["address"] for c in report.cards if eligible(c)]
+                    )
+            except (KubeError, LayoutError, InvalidPool, OSError, ValueError) as error:
                 report.ok = False
                 report.failures.append(f"publish: {type(error).__name__}: {error}")
         delay = self.settings.heartbeat_seconds

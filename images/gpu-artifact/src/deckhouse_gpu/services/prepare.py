@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from deckhouse_gpu.domain.active_modes import active_modes
+from deckhouse_gpu.domain.card_offers import ActiveMode
 from deckhouse_gpu.domain.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.domain.inventory import node_selector
 from deckhouse_gpu.domain.slice_layout import pool_name
@@ -60,7 +61,7 @@ class PrepareService:
         self.mig, self.cdi, self.clock = mig, cdi, clock
         self.on_mode_change = on_mode_change
         self.after_step = after_step
-        self.modes: dict[str, str] = {}  # what offers must respect; refreshed after every call
+        self.modes: dict[str, ActiveMode] = {}  # what offers must respect; refreshed after every call
 
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
         results: dict[str, PrepareResult] = {}
@@ -187,7 +188,7 @@ class PrepareService:
             return False
 
     def _modes_changed(self, checkpoint: Checkpoint) -> None:
-        modes = {card: str(mode) for card, mode in active_modes(checkpoint).items()}
+        modes = active_modes(checkpoint)
         if modes != self.modes:
             self.modes = modes
             if self.on_mode_change is not None:

@@ -10,6 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
+from deckhouse_gpu.adapters.sim import driver_tree
 from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS, OTHER_DEVICES, PciModel, pci_ids_text
 
 BARE_METAL_DMI = ("Supermicro", "SYS-420GP-TNR")
@@ -23,6 +24,8 @@ class HostBuilder:
         self.bus_devices = self.sys / "bus/pci/devices"
         self.bus_devices.mkdir(parents=True, exist_ok=True)
         (self.sys / "bus/pci/drivers").mkdir(parents=True, exist_ok=True)
+        self.nvidia_driver = False
+        self.card_minors: dict[str, int] = {}
 
     def device_dir(self, address: str) -> Path:
         return self.sys / "devices" / f"pci{address[:7]}" / address
@@ -60,7 +63,21 @@ class HostBuilder:
     def add_gpu(
         self, model_key: str, address: str, driver: str | None = "nvidia", iommu_group: int | None = None
     ) -> Path:
-        return self.add_function(address, GPU_MODELS[model_key], driver, iommu_group)
+        path = self.add_function(address, GPU_MODELS[model_key], driver, iommu_group)
+        if self.nvidia_driver and address not in self.card_minors:
+            # What the nvidia module creates for every card it drives: /dev/nvidiaN and /proc info.
+            self.card_minors[address] = len(self.card_minors)
+            driver_tree.add_card(self.root, address, self.card_minors[address])
+        return path
+
+    def install_nvidia_driver(self, boot_id: str = "6d7f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b") -> HostBuilder:
+        """The NVIDIA driver installed on the host itself (driver root "/"): libraries, tools,
+        control device nodes, and the boot ID the prepare checkpoint is keyed to."""
+        self.nvidia_driver = True
+        driver_tree.build_driver_root(self.root)
+        driver_tree.add_control_nodes(self.root)
+        driver_tree.write(self.root / "proc/sys/kernel/random/boot_id", boot_id + "\n")
+        return self
 
     def add_other_devices(self, count: int, first_bus: int = 0x80) -> None:
         """Bridges, NICs, NVMe, a BMC VGA and NVIDIA non-GPU functions, as real nodes have."""

@@ -1,0 +1,136 @@
+"""gpu-handler's kubelet plugin wiring: paths, MIG control, CDI, checkpoint and lock.
+
+With ``--host-root DIR`` every host path (kubelet directories, CDI root, checkpoint, /dev, /proc
+and the driver root) is taken under DIR, so the whole prepare path runs on a simulated node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery, DiscoveryError, stage_cdi_hook
+from deckhouse_gpu.adapters.cdi_writer import CdiWriter
+from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
+from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
+from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.node_lock import NodeLock
+from deckhouse_gpu.domain.cdi_spec import CardNode, base_spec
+from deckhouse_gpu.ports.clock import Clock
+from deckhouse_gpu.ports.dra_plugin import PluginPaths
+from deckhouse_gpu.ports.kube import KubeAPI
+from deckhouse_gpu.ports.mig import MigControl
+from deckhouse_gpu.ports.nvml import NVML
+from deckhouse_gpu.services.prepare import PrepareService
+
+DRIVER = "gpu.deckhouse.io"
+
+
+def add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    parser.add_argument(
+        "--no-kubelet-plugin", action="store_true", help="publish only; do not serve the kubelet"
+    )
+    parser.add_argument("--plugin-dir", default=f"/var/lib/kubelet/plugins/{DRIVER}")
+    parser.add_argument("--registry-dir", default="/var/lib/kubelet/plugins_registry")
+    parser.add_argument("--cdi-root", default=env("CDI_ROOT", "/etc/cdi"), help="/etc/cdi or /var/run/cdi")
+    parser.add_argument(
+        "--host-driver-root", default=env("HOST_DRIVER_ROOT", "/"), help="the driver root as the host sees it"
+    )
+    parser.add_argument(
+        "--cdi-hook-path", default=env("NVIDIA_CDI_HOOK_PATH") or None, help="nvidia-cdi-hook on the host"
+    )
+    parser.add_argument(
+        "--image-cdi-hook",
+        default="/usr/bin/nvidia-cdi-hook",
+        help="the hook in this image, staged when needed",
+    )
+    parser.add_argument(
+        "--pod-uid", default=env("POD_UID") or None, help="socket names for rolling updates (env POD_UID)"
+    )
+
+
+def _under(host_root: str | None, path: str) -> Path:
+    return Path(host_root) / path.lstrip("/") if host_root else Path(path)
+
+
+def plugin_paths(args: argparse.Namespace) -> PluginPaths:
+    return PluginPaths(
+        registry_dir=str(_under(args.host_root, args.registry_dir)),
+        plugin_dir=str(_under(args.host_root, args.plugin_dir)),
+        driver=DRIVER,
+        pod_uid=args.pod_uid,
+    )
+
+
+def discovery(args: argparse.Namespace) -> CdiDiscovery:
+    mount = args.driver_root_mount
+    if args.host_root and not Path(mount).exists():
+        mount = args.host_root  # a simulated host has its driver installed at its own root
+    return CdiDiscovery(MountedDriverRoot(mount), args.host_root or "/", args.host_driver_root)
+
+
+def mig_control(
+    args: argparse.Namespace, nvml: NVML, found: CdiDiscovery, addresses: list[str]
+) -> MigControl:
+    if args.nvml_sim:
+        from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig  # noqa: PLC0415
+        from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig  # noqa: PLC0415
+        from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML  # noqa: PLC0415
+
+        assert isinstance(nvml, SimulatedNVML)
+        minors = {}
+        for address in addresses:
+            try:
+                minors[address] = found.card_node(address).minor
+            except DiscoveryError:
+                continue  # no /proc/driver/nvidia entry: the simulated host has no driver tree for it
+        return HostTreeMig(SimulatedMig(nvml), Path(args.host_root or "/"), minors)
+    from deckhouse_gpu.adapters.nvml_mig import RealMig  # noqa: PLC0415
+    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415
+
+    assert isinstance(nvml, RealNVML)
+    return RealMig(nvml)
+
+
+def build_prepare(
+    args: argparse.Namespace,
+    api: KubeAPI,
+    nvml: NVML,
+    addresses: list[str],
+    clock: Clock,
+    on_mode_change: Callable[[], None],
+) -> tuple[PrepareService, PluginPaths, Callable[[list[str]], None]]:
+    """The DRA service, its socket paths, and the base CDI spec writer the publisher calls."""
+    paths = plugin_paths(args)
+    plugin_dir = Path(paths.plugin_dir)
+    found = discovery(args)
+    hook = stage_cdi_hook(args.cdi_hook_path, Path(args.image_cdi_hook), plugin_dir, args.plugin_dir)
+    writer = CdiWriter(_under(args.host_root, args.cdi_root))
+    service = PrepareService(
+        api,
+        args.node_name,
+        FileCheckpointStore(plugin_dir / "checkpoint.json", host_root=args.host_root),
+        lambda: NodeLock(plugin_dir / "pu.lock"),
+        mig_control(args, nvml, found, addresses),
+        FileClaimCDI(found, writer, hook),
+        clock,
+        on_mode_change=on_mode_change,
+    )
+
+    def write_base_spec(cards: list[str]) -> None:
+        nodes: list[CardNode] = []
+        for address in cards:
+            try:
+                nodes.append(found.card_node(address))
+            except DiscoveryError:
+                continue  # a card the driver does not drive (yet): not offered as Physical either
+        spec = base_spec(found.driver_files(hook), nodes)
+        if spec is None:
+            writer.delete_base()
+        else:
+            writer.write_base(spec)
+
+    return service, paths, write_base_spec
