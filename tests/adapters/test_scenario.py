@@ -12,6 +12,8 @@ def test_builtin_scenarios_load_and_cover_the_catalogue():
     assert any(not node.gpus for node in mixed.nodes)
     kinds = {step.kind for step in mixed.steps}
     assert kinds == {
+        "prepareClaim",
+        "unprepareClaim",
         "labelNode",
         "setValidator",
         "removeGpu",
@@ -54,6 +56,8 @@ def test_scenario_from_a_file(tmp_path):
         ("nodes: [{name: a}]\nsteps: [{breakNvml: {node: a, failure: fire}}]", "failure must be one of"),
         ("nodes: [{name: a}]\nsteps: [{setValidator: {node: a}}]", "state must be one of"),
         ("nodes: [{name: a}]\nsteps: [{wait: {}}]", "wait needs seconds"),
+        ("nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a}}]", "needs the claim's name"),
+        ("nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a, name: c}}]", "needs the allocated devices"),
         ("nodes: [{name: a}]\nsettings: {healthGraceSeconds: soon}", "are numbers"),
     ],
 )

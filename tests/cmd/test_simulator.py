@@ -33,7 +33,7 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     code, out = run()
     assert code == 0
     sections = out.split("\nStep ")
-    assert len(sections) == 12
+    assert len(sections) == 16
     initial = table(sections[0])
     assert len(initial) == 15
     assert not any(name.startswith("cpu-only") for name in initial)
@@ -73,11 +73,18 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     ]
     assert [row.split()[-1] for row in sharing_rows] == ["Physical/shared"]  # one shared device, no MIG
     assert "gpu-a30-1-gpu-deckhouse-io-devices-0" in sections[9]  # mig=false: whole cards, no counters
-    assert "gpu-h100-hgx-0000-18-00-0" in table(sections[10])
-    final = table(sections[11])
+    mig_card = "gpu-h100-hgx-0000-3a-00-0"
+    assert "CDI gpu.deckhouse.io/gpu=" in sections[10]
+    assert "/dev/nvidia-caps/nvidia-cap" in sections[10]  # MIG caps nodes in the claim's CDI spec
+    assert column(table(sections[10]), mig_card, "MIG") == "Enabled"
+    assert "prepared gpu-0000-5d-00-0" in sections[11]
+    assert "unprepared train-small" in sections[12]
+    assert column(table(sections[12]), mig_card, "MIG") == "Disabled"  # switched off again
+    assert "gpu-h100-hgx-0000-18-00-0" in table(sections[14])
+    final = table(sections[15])
     assert not any(name.startswith("vm-t4") for name in final)
     assert len(final) == 14  # 15 - the unplugged A30 + the hot-plugged L40S - the VM's T4
-    assert "kind: PhysicalGPU" in sections[11]
+    assert "kind: PhysicalGPU" in sections[15]
     assert "$ kubectl get resourceslices" in sections[0]
 
 

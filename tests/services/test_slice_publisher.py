@@ -208,3 +208,16 @@ def test_in_place_updates_on_1_35_keep_counter_references_resolvable(api, clock)
     assert shrunk.generation == 1
     assert order == [devices_slice, counters]  # devices stop pointing at the set before it goes
     assert validate_pool(slices(api), 35) == []
+
+
+def test_devices_moving_between_slices_go_through_a_new_generation(api, clock):
+    cards = node_cards("w1", "h100-80gb", 3)  # 26 offers each: two cards share the first slice
+    pub = publisher(api, clock)
+    pub.publish(cards, node(api))
+    first = {s["metadata"]["name"]: len(s["spec"].get("devices", [])) for s in slices(api)}
+    assert first["w1-gpu-deckhouse-io-partitionable-0"] == 52
+    unhealthy = copy.deepcopy(cards[0])
+    unhealthy["status"]["conditions"][1]["status"] = "Unknown"
+    report = pub.publish([unhealthy, cards[1], cards[2]], node(api))  # the third card moves up
+    assert report.generation == 2
+    assert validate_pool(slices(api), 35) == []

@@ -16,6 +16,7 @@ from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.scenario import SimNode, SimSettings
 from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.cmd.simulated_prepare import prepare_service
 from deckhouse_gpu.domain.hardware_health import HealthSettings
 from deckhouse_gpu.domain.inventory import node_selector
 from deckhouse_gpu.ports.clock import Clock
@@ -29,8 +30,9 @@ from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync
 from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
 from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.services.prepare import PrepareService
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
-from deckhouse_gpu.services.trigger_loop import TriggerLoop
+from deckhouse_gpu.services.trigger_loop import Trigger, TriggerLoop
 
 VALIDATOR_NAMESPACE = "d8-gpu"
 VALIDATOR_LABELS = {"app": "nvidia-driver-validator"}
@@ -44,6 +46,7 @@ class SimulatedNode:
     models: dict[str, str]  # PCI address -> model, for cards NVML may see again after a rebind
     loops: list[TriggerLoop] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
+    prepare: PrepareService | None = None
 
     def idle(self) -> bool:
         return all(loop.idle() for loop in self.loops)
@@ -76,7 +79,7 @@ class SimulatedNode:
 
 
 def build_node(spec: SimNode, builder: HostBuilder) -> SimulatedNode:
-    builder.standard_node(bare_metal=spec.machine == "bare-metal")
+    builder.standard_node(bare_metal=spec.machine == "bare-metal").install_nvidia_driver()
     if spec.machine == "no-dmi":
         builder.set_dmi(None, None)
     builder.add_other_devices(spec.other_devices)
@@ -108,6 +111,12 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
     handler = HandlerLoop(
         capabilities, HealthState(), clock, HandlerSettings(settings.heartbeat_seconds, health), publisher
     )
+    node.prepare = prepare_service(
+        api, name, node.builder.root, node.nvml, dict(node.builder.card_minors), clock,
+        on_mode_change=lambda: handler.notify(Trigger("prepare", "mode")),
+    )  # fmt: skip
+    node.prepare.start()
+    handler.modes = lambda: node.prepare.modes if node.prepare else {}
     node.loops = [agent, handler]
     for loop in node.loops:
         threading.Thread(

@@ -19,6 +19,7 @@ from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, Step
 from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
 from deckhouse_gpu.cmd.simulated_node import SimulatedNode, build_node, set_validator, start_components
+from deckhouse_gpu.cmd.simulated_prepare import allocate, claim_ref, describe_prepare
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_SLICES
 from deckhouse_gpu.services.gpu_controller import ControllerSettings
@@ -36,6 +37,7 @@ class SimulatedCluster:
         self.api.version = (1, scenario.settings.kubernetes_minor)
         self.clock = SystemClock()
         self.nodes: dict[str, SimulatedNode] = {}
+        self.report: list[str] = []  # what the last kubelet step printed
         self._controller_stop = threading.Event()
 
     def start(self) -> None:
@@ -57,6 +59,7 @@ class SimulatedCluster:
     def apply(self, step: Step) -> None:
         """Changes the world as the step says, with the events the kernel or kubelet would send."""
         args = step.args
+        self.report = []
         if step.kind == "wait":
             time.sleep(float(args["seconds"]))
         elif step.kind == "deleteObject":
@@ -79,6 +82,8 @@ class SimulatedCluster:
                 node.nvml.fail_device(address, "GPU is lost")
         elif kind == "repairNvml":
             node.nvml.clear_failures()
+        elif kind in ("prepareClaim", "unprepareClaim"):
+            self.report = self._kubelet(kind, node, args)
         elif kind == "labelNode":
             labels = {
                 str(key): (None if value is None else str(value)) for key, value in args["labels"].items()
@@ -91,6 +96,19 @@ class SimulatedCluster:
             node.stop.set()
             del self.nodes[node.spec.name]
             self.api.delete(NODES, node.spec.name)
+
+    def _kubelet(self, kind: str, node: SimulatedNode, args: dict[str, Any]) -> list[str]:
+        """What the kubelet does for a Pod's claim: NodePrepareResources / NodeUnprepareResources."""
+        assert node.prepare is not None
+        name = str(args["name"])
+        if kind == "prepareClaim":
+            allocate(self.api, node.spec.name, name, [str(device) for device in args["devices"]])
+            ref = claim_ref(self.api, name)
+            result = node.prepare.prepare([ref])[ref.uid]
+            return describe_prepare(result, node.builder.root / "etc/cdi", ref.uid)
+        ref = claim_ref(self.api, name)
+        error = node.prepare.unprepare([ref])[ref.uid]
+        return [f"  unprepare failed: {error}" if error else f"  unprepared {name}"]
 
     def _node(self, name: str) -> SimulatedNode:
         if name not in self.nodes:

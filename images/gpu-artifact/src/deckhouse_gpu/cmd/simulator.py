@@ -21,7 +21,7 @@ from deckhouse_gpu.domain.physicalgpu import PRINTER_COLUMNS
 from deckhouse_gpu.domain.printer_columns import render_table
 
 # Steps whose point is what the scheduler sees: the simulator prints the slices after them too.
-SLICE_STEPS = ("labelNode", "setValidator", "addGpu")
+SLICE_STEPS = ("labelNode", "setValidator", "addGpu", "prepareClaim", "unprepareClaim")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -120,6 +120,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             print(f"\nStep {number}: {step.title}", file=out)
             cluster.apply(step)
             seconds = cluster.settle()
+            for line in cluster.report:
+                print(line, file=out)
             show_events(new_events(cluster, seen), out)
             print(f"  the API reflected it within {seconds * 1000:.0f} ms", file=out)
             show(cluster, out, wide)

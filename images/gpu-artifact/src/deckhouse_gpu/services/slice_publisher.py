@@ -136,7 +136,11 @@ class SlicePublisher:
         ]
         report.slices, report.devices = len(desired), sum(len(c.devices) for c in contents)
         report.generation = max(generations, default=0)
-        same_slices = set(stored) == {d["metadata"]["name"] for d in desired} and len(generations) <= 1
+        same_slices = (
+            set(stored) == {d["metadata"]["name"] for d in desired}
+            and len(generations) <= 1
+            and not _devices_move(stored.values(), desired)
+        )
         changed = [
             d
             for d in desired
@@ -213,6 +217,21 @@ class SlicePublisher:
         log.warning("DRA feature unavailable; falling back", extra={"feature": feature})
         node_ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node_name}}
         self.events.record(node_ref, "Warning", "DRAFeatureUnavailable", message)
+
+
+def _device_homes(slices: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    return {
+        device["name"]: obj["metadata"]["name"]
+        for obj in slices
+        for device in (obj.get("spec") or {}).get("devices") or []
+    }
+
+
+def _devices_move(stored: Iterable[Mapping[str, Any]], desired: Iterable[Mapping[str, Any]]) -> bool:
+    """A device changing slices would appear twice (or not at all) between two in-place updates,
+    which makes the allocator drop the whole pool: such a change goes through a new generation."""
+    before, after = _device_homes(stored), _device_homes(desired)
+    return any(after[name] != home for name, home in before.items() if name in after)
 
 
 def _counter_sets(slices: Iterable[Mapping[str, Any]]) -> set[str]:

@@ -25,6 +25,8 @@ STEP_KINDS = (
     "repairNvml",
     "setValidator",
     "labelNode",
+    "prepareClaim",
+    "unprepareClaim",
     "wait",
 )
 
@@ -157,6 +159,10 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
         raise ScenarioError(f"{where}: setValidator.state must be one of {', '.join(VALIDATOR_STATES)}")
     if step.kind == "labelNode" and not isinstance(step.args.get("labels"), dict):
         raise ScenarioError(f"{where}: labelNode needs labels (a mapping; null removes a label)")
+    if step.kind in ("prepareClaim", "unprepareClaim") and not isinstance(step.args.get("name"), str):
+        raise ScenarioError(f"{where}: {step.kind} needs the claim's name")
+    if step.kind == "prepareClaim" and not step.args.get("devices"):
+        raise ScenarioError(f"{where}: prepareClaim needs the allocated devices (offer names)")
     if step.kind == "wait" and not isinstance(step.args.get("seconds"), int | float):
         raise ScenarioError(f"{where}: wait needs seconds")
     return step
