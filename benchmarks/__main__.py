@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from benchmarks import handler, node_agent, slices
+from benchmarks import handler, node_agent, prepare, slices
 from benchmarks.common import build_host
 
 
@@ -16,6 +16,7 @@ def main() -> None:
         node_agent.run(host, workdir)
         handler.run(host, workdir)
         slices.run()
+    prepare.run()
 
 
 if __name__ == "__main__":

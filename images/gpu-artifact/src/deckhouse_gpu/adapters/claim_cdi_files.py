@@ -4,18 +4,34 @@ from __future__ import annotations
 
 from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery
 from deckhouse_gpu.adapters.cdi_writer import CdiWriter
-from deckhouse_gpu.domain.cdi_spec import ClaimDevice, claim_device_name, claim_spec, qualified_id
+from deckhouse_gpu.domain.cdi_spec import (
+    ClaimDevice,
+    DriverFiles,
+    claim_device_name,
+    claim_spec,
+    qualified_id,
+)
 from deckhouse_gpu.domain.checkpoint import DevicePlan, MigRecord
 
 
 class FileClaimCDI:
-    """Implements the ClaimCDI port; the driver is discovered afresh at every prepare, so a driver
-    upgrade on the node never leaves stale paths in new containers."""
+    """Implements the ClaimCDI port. The driver's files are discovered again whenever the driver
+    version changes, so an upgrade on the node never leaves stale paths in new containers; in
+    between, the discovery (hundreds of stats and links) is not repeated on every prepare."""
 
     def __init__(self, discovery: CdiDiscovery, writer: CdiWriter, hook_path: str | None) -> None:
         self.discovery = discovery
         self.writer = writer
         self.hook_path = hook_path
+        self._files: DriverFiles | None = None
+        self._files_version: str | None = None
+
+    def driver_files(self) -> DriverFiles:
+        version = self.discovery.driver_version()
+        if self._files is None or version is None or version != self._files_version:
+            self._files = self.discovery.driver_files(self.hook_path)
+            self._files_version = version
+        return self._files
 
     def write_claim(
         self, claim_uid: str, devices: tuple[DevicePlan, ...], mig: tuple[MigRecord, ...]
@@ -29,7 +45,7 @@ class FileClaimCDI:
                 record = instances[(plan.card, plan.placement_start)]
                 caps = self.discovery.mig_caps(card.minor, record.gpu_instance_id, record.compute_instance_id)
             entries.append(ClaimDevice(plan.device, card, caps))
-        spec = claim_spec(self.discovery.driver_files(self.hook_path), claim_uid, entries)
+        spec = claim_spec(self.driver_files(), claim_uid, entries)
         self.writer.write_claim(claim_uid, spec)
         return {plan.device: (qualified_id(claim_device_name(claim_uid, plan.device)),) for plan in devices}
 
