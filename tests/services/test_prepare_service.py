@@ -175,3 +175,40 @@ def test_corrupt_checkpoint_is_set_aside_and_nothing_is_destroyed(world):
     service.start()
     assert len(world.mig.instances(A30)) == 1  # a running Pod may still use it
     assert list(world.checkpoint_path.parent.glob("checkpoint.json.corrupt-*"))
+
+
+def test_a_whole_card_left_in_mig_mode_is_switched_back_before_it_is_given_out(world):
+    world.mig.set_mig_mode(A30, True)
+    claim = allocate(world.api, "c1", "gpu-0000-17-00-0")
+    assert world.service().prepare([ref(claim)])[ref(claim).uid].error == ""
+    assert not world.mig.mig_enabled(A30)
+
+
+def test_a_whole_card_with_foreign_mig_instances_is_refused(world):
+    world.mig.set_mig_mode(A30, True)
+    world.mig.create_instance(A30, 14, 0)  # made by hand, no claim owns it
+    claim = allocate(world.api, "c1", "gpu-0000-17-00-0")
+    error = world.service().prepare([ref(claim)])[ref(claim).uid].error
+    assert "MIG instances that no claim of this driver prepared" in error
+
+
+def test_a_corrupt_checkpoint_kept_aside_protects_instances_on_later_restarts(world):
+    claim = allocate(world.api, "c1", "gpu-0000-17-00-0-mig-1g-6gb-0")
+    world.service().prepare([ref(claim)])
+    world.checkpoint_path.write_text("{garbage")
+    world.service().start()
+    world.service().start()  # a second restart: the checkpoint is valid (empty) again
+    assert len(world.mig.instances(A30)) == 1
+
+
+def test_a_lock_held_elsewhere_fails_every_claim_of_the_call_cleanly(world, monkeypatch):
+    claims = [allocate(world.api, f"c{i}", "gpu-0000-17-00-0") for i in range(2)]
+    service = world.service()
+
+    def busy():
+        raise TimeoutError("node lock pu.lock is held by PID 42; gave up after 5.0 s")
+
+    monkeypatch.setattr(service, "lock", busy)
+    results = service.prepare([ref(c) for c in claims])
+    assert all("held by PID 42" in r.error for r in results.values())
+    assert set(results) == {ref(c).uid for c in claims}

@@ -100,6 +100,9 @@ class FileCheckpointStore:
             raise
         _fsync_directory(directory)  # the rename itself is only durable once the directory is
 
+    def corrupted_before(self) -> bool:
+        return bool(self.corrupt_copies())
+
     def corrupt_copies(self) -> list[Path]:
         """Files moved aside, oldest first."""
         return sorted(self.path.parent.glob(f"{self.path.name}{_CORRUPT_MARK}*"), key=_corrupt_order)

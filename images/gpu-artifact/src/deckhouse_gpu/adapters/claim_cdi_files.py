@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery
 from deckhouse_gpu.adapters.cdi_writer import CdiWriter
 from deckhouse_gpu.domain.cdi_spec import (
@@ -31,7 +33,8 @@ class FileClaimCDI:
         if self._files is None or version is None or version != self._files_version:
             self._files = self.discovery.driver_files(self.hook_path)
             self._files_version = version
-        return self._files
+        # Device nodes are cheap to look at and some appear late (nvidia-uvm loads on first use).
+        return replace(self._files, device_nodes=self.discovery.device_nodes())
 
     def write_claim(
         self, claim_uid: str, devices: tuple[DevicePlan, ...], mig: tuple[MigRecord, ...]

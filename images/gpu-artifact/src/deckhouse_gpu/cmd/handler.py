@@ -9,6 +9,7 @@ gpu-handler prestart --driver-root /run/nvidia/driver          # init container:
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import threading
@@ -39,6 +40,7 @@ from deckhouse_gpu.services.snapshot_preview import preview
 from deckhouse_gpu.services.trigger_loop import Trigger
 
 COMPONENT = "gpu-handler"
+log = logging.getLogger(COMPONENT)
 
 
 def _positive(text: str) -> float:
@@ -219,7 +221,10 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         )
         loop.modes = lambda: prepare.modes  # offers follow what is prepared (ARCHITECTURE.md D2 b)
         loop.after_publish = write_base_spec
-        prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
+        try:
+            prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
+        except Exception:  # the kubelet's next call rolls back its own claim; keep serving
+            log.exception("start-up cleanup failed; continuing")
         plugin = start_plugin(prepare, paths)
     stop = threading.Event()
     stop_on_signals(stop, loop.wake)

@@ -17,6 +17,11 @@ class CheckpointStore(Protocol):
         ``corrupt_reason`` says why); entries of an earlier boot in ``dropped_after_reboot``."""
         ...
 
+    def corrupted_before(self) -> bool:
+        """True while a corrupt checkpoint is kept aside: until someone has looked at it, the
+        start-up cleanup must not destroy MIG instances that it may have owned."""
+        ...
+
     def save(self, checkpoint: Checkpoint) -> None:
         """Replaces the stored checkpoint atomically: after a crash either the old or the new one is read."""
         ...

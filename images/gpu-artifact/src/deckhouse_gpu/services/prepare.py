@@ -65,12 +65,19 @@ class PrepareService:
 
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
         results: dict[str, PrepareResult] = {}
-        with self.lock():
-            checkpoint = self._load()
-            cards = self._cards()
+        try:
+            with self.lock():
+                checkpoint = self._load()
+                cards = self._cards()
+                for claim in claims:
+                    checkpoint, results[claim.uid] = self._prepare_one(claim, checkpoint, cards)
+                self._modes_changed(checkpoint)
+        except (TimeoutError, KubeError, OSError) as error:
+            # The lock, the checkpoint file or the card list: nothing was started for the claims
+            # without a result, and the kubelet retries them.
+            log.warning("prepare call failed", extra={"error": str(error)})
             for claim in claims:
-                checkpoint, results[claim.uid] = self._prepare_one(claim, checkpoint, cards)
-            self._modes_changed(checkpoint)
+                results.setdefault(claim.uid, PrepareResult(error=f"{type(error).__name__}: {error}"))
         return results
 
     def _prepare_one(
@@ -99,6 +106,9 @@ class PrepareService:
         except (PrepareError, MigError, KubeError, OSError) as error:
             log.warning("prepare failed", extra={"claim": claim.uid, "error": str(error)})
             return ctx.checkpoint, PrepareResult(error=str(error))
+        except Exception as error:  # e.g. CDI discovery: this claim fails, the others go on
+            log.exception("prepare failed unexpectedly", extra={"claim": claim.uid})
+            return ctx.checkpoint, PrepareResult(error=f"{type(error).__name__}: {error}")
         assert ctx.entry is not None
         if not ctx.done:
             publish_devices(self.api, ctx.entry, now, prepared=True)
@@ -109,6 +119,15 @@ class PrepareService:
 
     def unprepare(self, claims: list[ClaimRef]) -> dict[str, str]:
         errors: dict[str, str] = {}
+        try:
+            self._unprepare(claims, errors)
+        except (TimeoutError, OSError) as error:
+            log.warning("unprepare call failed", extra={"error": str(error)})
+            for claim in claims:
+                errors.setdefault(claim.uid, f"{type(error).__name__}: {error}")
+        return errors
+
+    def _unprepare(self, claims: list[ClaimRef], errors: dict[str, str]) -> None:
         with self.lock():
             checkpoint = self._load()
             for claim in claims:
@@ -128,7 +147,6 @@ class PrepareService:
                 publish_devices(self.api, entry, rfc3339(self.clock.now()), prepared=False)
                 log.info("claim unprepared", extra={"claim": claim.uid})
             self._modes_changed(checkpoint)
-        return errors
 
     def start(self) -> None:
         """Cleans up after a crash or a reboot: entries of an earlier boot, MIG instances and CDI
@@ -139,12 +157,13 @@ class PrepareService:
             for entry in decoded.dropped_after_reboot:
                 # Nothing of it survived the reboot on the GPU; its spec and MIG mode may have.
                 checkpoint = release(entry, checkpoint.with_entry(entry), self.mig, self.cdi, self.store.save)
-            if decoded.corrupt_reason:
+            if decoded.corrupt_reason or self.store.corrupted_before():
                 # Without a checkpoint nobody knows which instances running Pods still use: keep
-                # them; unprepare calls of the kubelet remove them claim by claim.
+                # them (also on later restarts, until the corrupt copy is removed by a person).
                 log.error(
-                    "checkpoint was corrupt: MIG instances and CDI specs are kept, not cleaned up",
-                    extra={"reason": decoded.corrupt_reason},
+                    "a checkpoint was corrupt: MIG instances and CDI specs are kept, not cleaned up; "
+                    "remove the checkpoint.json.corrupt-* files once the node's Pods are checked",
+                    extra={"reason": decoded.corrupt_reason or "an earlier corrupt checkpoint is kept aside"},
                 )
                 self.store.save(checkpoint)
                 return

@@ -130,6 +130,8 @@ class CreateMig:
 
     def run(self, ctx: PrepareContext) -> None:
         for plan in ctx.plans:
+            if plan.kind == "Physical":
+                self._whole_card(ctx, plan.card)
             if plan.kind != "MIG" or plan.profile_id is None or plan.placement_start is None:
                 continue
             assert ctx.entry is not None
@@ -140,6 +142,23 @@ class CreateMig:
             except MigError as error:
                 raise PrepareError(f"cannot create {plan.device}: {error}") from error
             ctx.store(ctx.entry.with_mig(MigRecord.from_instance(instance)))
+
+    @staticmethod
+    def _whole_card(ctx: PrepareContext, card: str) -> None:
+        """A whole card in MIG mode shows no CUDA device to the container: switch MIG off first."""
+        if not ctx.mig.mig_enabled(card):
+            return
+        if ctx.mig.instances(card):
+            raise PrepareError(
+                f"card {card} has MIG instances that no claim of this driver prepared; destroy them "
+                "(nvidia-smi mig -dci; nvidia-smi mig -dgi) or delete the claim"
+            )
+        try:
+            ctx.mig.set_mig_mode(card, False)
+        except MigModePending as error:
+            raise PrepareError(f"switching MIG off on card {card} waits for a GPU reset: {error}") from error
+        except MigError as error:
+            raise PrepareError(f"cannot switch MIG off on card {card}: {error}") from error
 
     @staticmethod
     def _enable(ctx: PrepareContext, card: str) -> None:
