@@ -31,7 +31,7 @@ def test_ready_only_after_a_successful_pass(served):
     health.record(True, None, 1.0)
     status, body = get(port, "/readyz")
     assert status == 200
-    assert body == {"synced": True, "lastSyncOK": True, "consecutiveFailures": 0}
+    assert body == {"synced": True, "lastSyncOK": True, "consecutiveFailures": 0, "extraReady": True}
 
 
 def test_failed_pass_is_unready_and_unhealthy_only_after_a_while(served):
@@ -70,3 +70,18 @@ def test_never_synced_turns_unhealthy_after_the_grace(served):
 def test_unknown_path_is_404(served):
     _, _, port = served
     assert get(port, "/metrics")[0] == 404
+
+
+def test_an_extra_readiness_condition_must_hold_too():
+    health = HealthState()
+    health.record(True, None, 1.0)
+    registered = [False]
+    server = serve_health(health, ("127.0.0.1", 0), lambda: 0.0, also_ready=lambda: registered[0])
+    try:
+        port = server.server_address[1]
+        status, body = get(port, "/readyz")
+        assert (status, body["extraReady"]) == (503, False)
+        registered[0] = True
+        assert get(port, "/readyz")[0] == 200
+    finally:
+        server.shutdown()

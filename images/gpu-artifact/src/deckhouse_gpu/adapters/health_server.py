@@ -20,7 +20,10 @@ def serve_health(
     address: tuple[str, int],
     monotonic: Callable[[], float],
     unhealthy_after: float = 300.0,
+    also_ready: Callable[[], bool] | None = None,
 ) -> ThreadingHTTPServer:
+    """``also_ready``: a further condition of readiness (gpu-handler: registered with the kubelet,
+    so a rolling update does not remove the old pod before the new one serves the kubelet)."""
     started = monotonic()
 
     class Handler(BaseHTTPRequestHandler):
@@ -37,7 +40,9 @@ def serve_health(
                 body = {"error": f"unknown path {self.path}; use /healthz or /readyz"}
                 code = 404
             elif self.path == "/readyz":
-                code = 200 if snapshot.ok else 503
+                extra = also_ready is None or also_ready()
+                body["extraReady"] = extra
+                code = 200 if snapshot.ok and extra else 503
             else:
                 # Unhealthy only after failing for a long time (or never succeeding since start).
                 since = snapshot.failing_since if snapshot.failing_since is not None else started

@@ -228,7 +228,8 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         plugin = start_plugin(prepare, paths)
     stop = threading.Event()
     stop_on_signals(stop, loop.wake)
-    server = serve_health(health, listen_address(args.health_address), clock.monotonic)
+    registered = plugin.registered.is_set if plugin is not None else None
+    server = serve_health(health, listen_address(args.health_address), clock.monotonic, also_ready=registered)
     start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
     start_watch(api, NODES, None, loop.on_node_change, stop, field_selector=f"metadata.name={args.node_name}")
     loop.run(stop)
