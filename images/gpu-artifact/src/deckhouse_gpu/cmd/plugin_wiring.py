@@ -1,12 +1,15 @@
 """gpu-handler's kubelet plugin wiring: paths, MIG control, CDI, checkpoint and lock.
 
 With ``--host-root DIR`` every host path (kubelet directories, CDI root, checkpoint, /dev, /proc
-and the driver root) is taken under DIR, so the whole prepare path runs on a simulated node.
+and the driver root) is taken under DIR, so the whole prepare path runs on a simulated node; with
+``--nvml-sim`` too, the simulated cards' MIG state is kept in DIR/var/lib/gpu-sim/mig-state.json,
+so it outlives a killed handler as a real GPU's does.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -21,11 +24,13 @@ from deckhouse_gpu.domain.cdi_spec import CardNode, base_spec
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.dra_plugin import PluginPaths
 from deckhouse_gpu.ports.kube import KubeAPI
-from deckhouse_gpu.ports.mig import MigControl
+from deckhouse_gpu.ports.mig import MigControl, MigError
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.services.prepare import PrepareService
 
 DRIVER = "gpu.deckhouse.io"
+
+log = logging.getLogger(__name__)
 
 
 def add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,7 +92,18 @@ def mig_control(
                 minors[address] = found.card_node(address).minor
             except DiscoveryError:
                 continue  # no /proc/driver/nvidia entry: the simulated host has no driver tree for it
-        return HostTreeMig(SimulatedMig(nvml), Path(args.host_root or "/"), minors)
+        if not args.host_root:
+            return HostTreeMig(SimulatedMig(nvml), Path("/"), minors)
+        from deckhouse_gpu.adapters.sim.sim_mig_state import PersistentSimMig  # noqa: PLC0415
+
+        # A simulated host keeps its MIG state on disk, as a GPU keeps it across a plugin crash;
+        # loading it now also shows the capabilities pass (the same SimulatedNVML) the mode it left.
+        persistent = PersistentSimMig.under(nvml, Path(args.host_root))
+        try:
+            persistent.load()
+        except MigError as error:  # every MIG call reports it too, to the kubelet's Pods
+            log.error("simulated MIG state not restored", extra={"error": str(error)})
+        return HostTreeMig(persistent, Path(args.host_root), minors)
     from deckhouse_gpu.adapters.nvml_mig import RealMig  # noqa: PLC0415
     from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415
 

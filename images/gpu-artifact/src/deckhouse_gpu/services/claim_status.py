@@ -47,15 +47,23 @@ def _patch(status: dict[str, Any] | None, ours: list[dict[str, Any]]) -> dict[st
 
 def publish_devices(api: KubeAPI, entry: ClaimEntry, now: str, prepared: bool) -> None:
     """Writes (``prepared``) or clears this driver's entries, keeping other drivers' ones."""
+    ours = _ours(entry, now) if prepared else []
+    _write(api, entry.namespace, entry.name, entry.uid, ours)
+
+
+def clear_devices(api: KubeAPI, namespace: str, name: str, uid: str) -> None:
+    """Clears this driver's entries of a claim the checkpoint no longer knows (a crash between
+    forgetting the claim and clearing its status must not leave stale entries behind)."""
+    _write(api, namespace, name, uid, [])
+
+
+def _write(api: KubeAPI, namespace: str, name: str, uid: str, ours: list[dict[str, Any]]) -> None:
     try:
-        claim = api.get(RESOURCE_CLAIMS, entry.name, namespace=entry.namespace)
-        if claim.get("metadata", {}).get("uid") != entry.uid:
+        claim = api.get(RESOURCE_CLAIMS, name, namespace=namespace)
+        if claim.get("metadata", {}).get("uid") != uid:
             return
-        ours = _ours(entry, now) if prepared else []
-        patch_status(
-            api, RESOURCE_CLAIMS, claim, lambda status: _patch(status, ours), namespace=entry.namespace
-        )
+        patch_status(api, RESOURCE_CLAIMS, claim, lambda status: _patch(status, ours), namespace=namespace)
     except NotFound:
         return
     except KubeError as error:
-        log.warning("ResourceClaim status not updated", extra={"claim": entry.uid, "error": str(error)})
+        log.warning("ResourceClaim status not updated", extra={"claim": uid, "error": str(error)})

@@ -23,7 +23,7 @@ from deckhouse_gpu.ports.clock import Clock, rfc3339
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PreparedDevice, PrepareResult
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound
 from deckhouse_gpu.ports.mig import MigControl, MigError
-from deckhouse_gpu.services.claim_status import publish_devices
+from deckhouse_gpu.services.claim_status import clear_devices, publish_devices
 from deckhouse_gpu.services.host_release import release
 from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS, PrepareContext, PrepareError, run_steps
 
@@ -136,6 +136,7 @@ class PrepareService:
                     # Unknown: nothing was prepared here, or it is undone already, or the checkpoint
                     # was lost; a spec left behind by the latter still goes.
                     self.cdi.delete_claim(claim.uid)
+                    clear_devices(self.api, claim.namespace, claim.name, claim.uid)
                     errors[claim.uid] = ""
                     continue
                 try:
@@ -182,6 +183,11 @@ class PrepareService:
                 self.cdi.delete_claim(uid)
             self.store.save(checkpoint)
             self._modes_changed(checkpoint)
+        # A crash after PrepareCompleted but before the status write leaves the claim without it;
+        # the kubelet's retry short-circuits, so it is written here (no write when it is right).
+        now = rfc3339(self.clock.now())
+        for entry in checkpoint.entries_in("PrepareCompleted"):
+            publish_devices(self.api, entry, now, prepared=True)
 
     def _load(self) -> Checkpoint:
         decoded = self.store.load()

@@ -178,6 +178,14 @@ class SimulatedNVML:
                 raise NVMLQueryFailed(address, "nvmlDeviceGetHandleByPciBusId", lost)
             yield card
 
+    @contextmanager
+    def all_card_states(self) -> Iterator[dict[str, CardState]]:
+        """Every card's state by address, under the lock, injected failures ignored: for saving and
+        restoring the simulated cards across processes (sim_mig_state), which a lost card must
+        not interrupt."""
+        with self._lock:
+            yield dict(self._cards)
+
     def fail_library(self, detail: str = LIBRARY_MISSING) -> None:
         """libnvidia-ml cannot be loaded: every call raises NVMLUnavailable."""
         with self._lock:
