@@ -25,23 +25,11 @@ from pathlib import Path, PurePosixPath
 
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
 from deckhouse_gpu.domain.cdi_spec import CardNode, DeviceNode, DriverFile, DriverFiles, MigCaps
+from deckhouse_gpu.domain.driver_layout import BINARY_DIRS, LIBRARY_DIRS
 
 log = logging.getLogger(__name__)
 
 CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
-# The standard library directories, the same as prestart's for libnvidia-ml.so.1.
-LIBRARY_DIRS = (
-    "usr/lib64",
-    "usr/lib/x86_64-linux-gnu",
-    "usr/lib/aarch64-linux-gnu",
-    "lib64",
-    "lib/x86_64-linux-gnu",
-    "lib/aarch64-linux-gnu",
-    "usr/lib",
-    "lib",
-    "usr/local/nvidia/lib64",
-)
-BINARY_DIRS = ("usr/bin", "usr/sbin", "bin", "sbin", "usr/local/nvidia/bin")
 # The driver's compute and management libraries (what libnvidia-container calls utility + compute).
 COMPUTE_LIBRARIES = (
     "libnvidia-ml",

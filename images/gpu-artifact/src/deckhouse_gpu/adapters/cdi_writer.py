@@ -9,15 +9,14 @@ a whole file it cannot load, which would take every device in it away from new c
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from deckhouse_gpu.adapters.atomic_file import replace_file, sync_directory
 from deckhouse_gpu.domain.cdi_rules import validate_spec
 from deckhouse_gpu.domain.cdi_spec import BASE_SPEC_FILE, KIND, claim_spec_file, claim_uid_of
 
@@ -62,21 +61,8 @@ class CdiWriter:
         problems = validate_spec(spec)
         if problems:
             raise CdiSpecError(f"{file_name}: " + "; ".join(str(problem) for problem in problems))
-        self.root.mkdir(parents=True, exist_ok=True)
         target = self.root / file_name
-        data = (json.dumps(spec, indent=2) + "\n").encode()
-        descriptor, temporary = tempfile.mkstemp(dir=self.root, prefix=f".{file_name}.", suffix=".tmp")
-        try:
-            with os.fdopen(descriptor, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(temporary, _FILE_MODE)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        self._sync_directory()
+        replace_file(target, (json.dumps(spec, indent=2) + "\n").encode(), _FILE_MODE)
         log.info("CDI spec written", extra={"path": str(target), "devices": len(spec.get("devices", ()))})
         return target
 
@@ -85,14 +71,6 @@ class CdiWriter:
             (self.root / file_name).unlink()
         except FileNotFoundError:
             return False
-        self._sync_directory()
+        sync_directory(self.root)
         log.info("CDI spec removed", extra={"path": str(self.root / file_name)})
         return True
-
-    def _sync_directory(self) -> None:
-        descriptor = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            with contextlib.suppress(OSError):  # some filesystems refuse fsync on directories
-                os.fsync(descriptor)
-        finally:
-            os.close(descriptor)

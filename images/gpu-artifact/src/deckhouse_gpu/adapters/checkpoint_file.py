@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 from pathlib import Path
 
+from deckhouse_gpu.adapters.atomic_file import replace_file, sync_directory, temporaries
 from deckhouse_gpu.domain.checkpoint import Checkpoint, CorruptCheckpoint, Decoded, decode, encode
 from deckhouse_gpu.ports.clock import Clock, SystemClock
 
@@ -26,7 +26,6 @@ DEFAULT_PATH = "/var/lib/kubelet/plugins/gpu.deckhouse.io/checkpoint.json"
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 KEEP_CORRUPT = 3  # enough to see a pattern, bounded so a flapping disk cannot fill the directory
 _CORRUPT_MARK = ".corrupt-"
-_TEMP_SUFFIX = ".tmp"
 
 
 class BootIdUnreadable(OSError):
@@ -82,23 +81,7 @@ class FileCheckpointStore:
             return Decoded(Checkpoint(boot_id), corrupt_reason=error.reason)
 
     def save(self, checkpoint: Checkpoint) -> None:
-        data = encode(checkpoint)
-        directory = self.path.parent
-        directory.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=_TEMP_SUFFIX, dir=directory
-        )
-        try:
-            with os.fdopen(descriptor, "wb") as stream:
-                stream.write(data)
-                stream.flush()
-                os.fsync(stream.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-        _fsync_directory(directory)  # the rename itself is only durable once the directory is
+        replace_file(self.path, encode(checkpoint))
 
     def corrupted_before(self) -> bool:
         return bool(self.corrupt_copies())
@@ -118,13 +101,13 @@ class FileCheckpointStore:
         for old in self.corrupt_copies()[:-KEEP_CORRUPT]:
             with contextlib.suppress(OSError):
                 old.unlink()
-        _fsync_directory(self.path.parent)
+        sync_directory(self.path.parent)
         return aside
 
     def _remove_temporaries(self) -> None:
         # What a crash between mkstemp and rename left behind; the caller holds the node lock, so
         # no other writer is halfway through its own save.
-        for leftover in self.path.parent.glob(f".{self.path.name}.*{_TEMP_SUFFIX}"):
+        for leftover in temporaries(self.path):
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
@@ -132,11 +115,3 @@ class FileCheckpointStore:
 def _corrupt_order(path: Path) -> tuple[str, int]:
     stamp, _, serial = path.name.rpartition(_CORRUPT_MARK)[2].partition("-")
     return (stamp, int(serial) if serial.isdigit() else 0)
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

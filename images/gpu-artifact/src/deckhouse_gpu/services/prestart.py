@@ -15,24 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from deckhouse_gpu.domain.driver_layout import BINARY_DIRS, LIBRARY_DIRS
 from deckhouse_gpu.ports.clock import Clock
 
 log = logging.getLogger(__name__)
 
 NVIDIA_SMI = "nvidia-smi"
 NVML_LIBRARY = "libnvidia-ml.so.1"
-NVIDIA_SMI_DIRS = ("usr/bin", "usr/sbin", "bin", "sbin", "usr/local/nvidia/bin")
-NVML_LIBRARY_DIRS = (
-    "usr/lib64",
-    "usr/lib/x86_64-linux-gnu",
-    "usr/lib/aarch64-linux-gnu",
-    "lib64",
-    "lib/x86_64-linux-gnu",
-    "lib/aarch64-linux-gnu",
-    "usr/lib",
-    "lib",
-    "usr/local/nvidia/lib64",
-)
 CONTAINERISED_DRIVER_ROOT = "/run/nvidia/driver"  # where driver containers (GPU Operator) install
 _LISTED_ENTRIES = 40
 
@@ -101,16 +90,16 @@ def find_in(tree: DriverTree, name: str, directories: tuple[str, ...], base: str
 
 def probe(tree: DriverTree, host_root: str) -> Probe:
     root = normalise_root(host_root)
-    nvidia_smi = find_in(tree, NVIDIA_SMI, NVIDIA_SMI_DIRS)
-    nvml_library = find_in(tree, NVML_LIBRARY, NVML_LIBRARY_DIRS)
+    nvidia_smi = find_in(tree, NVIDIA_SMI, BINARY_DIRS)
+    nvml_library = find_in(tree, NVML_LIBRARY, LIBRARY_DIRS)
     entries = tree.entries()
     containerised = False
     if root == "/" and (nvidia_smi is None or nvml_library is None):
         # With "/" mounted, the host's /run/nvidia/driver is visible inside the same tree. Only a
         # hint: its absolute links would be read against "/", so nvidia-smi (a plain file) comes first.
         base = CONTAINERISED_DRIVER_ROOT
-        smi = find_in(tree, NVIDIA_SMI, NVIDIA_SMI_DIRS, base)
-        containerised = (smi or find_in(tree, NVML_LIBRARY, NVML_LIBRARY_DIRS, base)) is not None
+        smi = find_in(tree, NVIDIA_SMI, BINARY_DIRS, base)
+        containerised = (smi or find_in(tree, NVML_LIBRARY, LIBRARY_DIRS, base)) is not None
     return Probe(nvidia_smi, nvml_library, None if entries is None else tuple(entries), containerised)
 
 
@@ -147,7 +136,7 @@ def hints(found: Probe, host_root: str) -> list[str]:
     lines = [
         f"The NVIDIA driver is not installed under the driver root {root} on the host: "
         f"{' and '.join(missing)} not found. gpu-handler looks for {NVIDIA_SMI} in "
-        f"{', '.join(NVIDIA_SMI_DIRS)} and for {NVML_LIBRARY} in {', '.join(NVML_LIBRARY_DIRS)} "
+        f"{', '.join(BINARY_DIRS)} and for {NVML_LIBRARY} in {', '.join(LIBRARY_DIRS)} "
         "under that root, and starts once both are there."
     ]
     if len(missing) == 1:

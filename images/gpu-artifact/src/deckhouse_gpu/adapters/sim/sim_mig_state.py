@@ -24,11 +24,11 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from deckhouse_gpu.adapters.atomic_file import replace_file
 from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
 from deckhouse_gpu.adapters.sim.sim_nvml import CardState, SimulatedNVML
 from deckhouse_gpu.ports.mig import MigError, MigInstance
@@ -144,23 +144,7 @@ class PersistentSimMig(SimulatedMig):
             }
         document = {"version": VERSION, "bootID": self._boot_id(), "cards": cards}
         data = (json.dumps(document, indent=2, sort_keys=True) + "\n").encode()
-        directory = self.path.parent
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(descriptor, "wb") as stream:
-                stream.write(data)
-                stream.flush()
-                os.fsync(stream.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-        directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:  # the rename is durable only once the directory is
-            os.fsync(directory_fd)
-        finally:
-            os.close(directory_fd)
+        replace_file(self.path, data)
 
     def _unreadable(self, why: str) -> MigError:
         return MigError(
