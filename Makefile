@@ -8,6 +8,8 @@ SCENARIO ?= mixed-cluster
 # The kubelet's gRPC protos are compiled into this package by tools/gen-proto; never committed.
 PROTOS := $(shell find $(ARTIFACT)/proto -name '*.proto')
 KUBELET_GEN := $(ARTIFACT)/src/deckhouse_gpu/adapters/kubelet_gen
+# Prometheus' promtool for the rule checks; tools/fetch-promtool takes it from the distribution.
+PROMTOOL := .tools/promtool
 
 .PHONY: venv proto demo test lint typecheck unit bench clean
 
@@ -39,7 +41,10 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-unit: venv
+$(PROMTOOL): tools/fetch-promtool
+	tools/fetch-promtool
+
+unit: venv $(PROMTOOL)
 	$(PY) -m pytest -q
 
 test: lint typecheck unit
@@ -48,4 +53,4 @@ bench: venv
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(KUBELET_GEN)
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(KUBELET_GEN) .tools
