@@ -13,7 +13,7 @@ PROMTOOL := .tools/promtool
 
 .PHONY: venv proto demo test lint typecheck unit bench clean
 
-$(VENV)/.installed: requirements-dev.txt $(ARTIFACT)/requirements.txt $(ARTIFACT)/pyproject.toml
+$(VENV)/.installed: requirements-dev.txt lib/python/requirements.txt $(ARTIFACT)/requirements.txt $(ARTIFACT)/pyproject.toml
 	rm -rf $(VENV)
 	"$$(tools/find-python312)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
