@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.support.prometheus_rules import RULES_DIR, as_prometheus_loads, check, promtool, rule_files
 
 GOOD = """\
@@ -42,28 +44,24 @@ def test_a_valid_deckhouse_rule_file_passes(tmp_path: Path) -> None:
     assert "for: 120s" in as_prometheus_loads(path)  # __SCRAPE_INTERVAL_X_4__ at 30 s
 
 
-def test_a_broken_expression_fails(tmp_path: Path) -> None:
-    path = tmp_path / "broken.yaml"
-    path.write_text(GOOD.replace("== 0", "== ) 0"))
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        pytest.param(GOOD.replace("== 0", "== ) 0"), "parse error", id="broken-expression"),
+        pytest.param(GOOD.replace("      for:", "      forr:"), "forr", id="unknown-key"),
+        pytest.param(
+            "groups:\n" + "\n".join("  " + line for line in GOOD.splitlines()) + "\n",
+            "a YAML list of groups",
+            id="plain-groups-document",
+        ),
+    ],
+)
+def test_a_bad_rule_file_fails_with_the_reason(tmp_path: Path, text: str, complaint: str) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text(text)
     verdict = check(path)
     assert not verdict.ok
-    assert "parse error" in verdict.output
-
-
-def test_a_rule_with_an_unknown_key_fails(tmp_path: Path) -> None:
-    path = tmp_path / "unknown.yaml"
-    path.write_text(GOOD.replace("      for:", "      forr:"))
-    verdict = check(path)
-    assert not verdict.ok
-    assert "forr" in verdict.output
-
-
-def test_a_groups_document_is_not_a_deckhouse_rule_file(tmp_path: Path) -> None:
-    path = tmp_path / "plain.yaml"
-    path.write_text("groups:\n" + "\n".join("  " + line for line in GOOD.splitlines()) + "\n")
-    verdict = check(path)
-    assert not verdict.ok
-    assert "a YAML list of groups" in verdict.output
+    assert complaint in verdict.output
 
 
 def test_a_template_file_is_checked_after_unescaping(tmp_path: Path) -> None:
