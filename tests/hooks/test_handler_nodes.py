@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
 from deckhouse import hook
 
-from tests.hooks.conftest import HOOKS
-
-
-def load_hook(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"gpu_hook_{name}", HOOKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from tests.hooks.conftest import HOOKS, load_hook
 
 HOOK = load_hook("handler_nodes")
 
