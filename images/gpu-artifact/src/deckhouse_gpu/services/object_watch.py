@@ -39,7 +39,12 @@ def watch_objects(
             first = False
             while not stop.is_set():
                 events = api.watch(
-                    resource, version, label_selector, namespace, timeout_seconds=timeout_seconds
+                    resource,
+                    version,
+                    label_selector,
+                    namespace,
+                    timeout_seconds=timeout_seconds,
+                    field_selector=field_selector,
                 )
                 for event in events:
                     version = str(event.object.get("metadata", {}).get("resourceVersion", version))
