@@ -24,6 +24,11 @@ class MigInstance:
     placement_size: int
     uuid: str  # MIG-<uuid>, what CUDA_VISIBLE_DEVICES / the CDI device names
 
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """(card, GI, CI): how the checkpoint's MIG records name an instance."""
+        return (self.card, self.gpu_instance_id, self.compute_instance_id)
+
 
 class MigControl(Protocol):
     def mig_enabled(self, card: str) -> bool:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from deckhouse_gpu.domain.checkpoint import Checkpoint, ClaimEntry
+from deckhouse_gpu.domain.checkpoint import Checkpoint, ClaimEntry, DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
-from deckhouse_gpu.ports.mig import MigControl
+from deckhouse_gpu.ports.mig import MigControl, MigInstance
 
 log = logging.getLogger(__name__)
 
@@ -37,24 +37,28 @@ def release(
     return checkpoint
 
 
+def unowned_at(plan: DevicePlan, checkpoint: Checkpoint, mig: MigControl) -> MigInstance | None:
+    """The instance at the plan's profile and placement that no checkpoint entry owns, if any."""
+    owned = checkpoint.owned_mig()
+    for instance in mig.instances(plan.card):
+        at_plan = (instance.profile_id, instance.placement_start) == (plan.profile_id, plan.placement_start)
+        if at_plan and instance.key not in owned:
+            return instance
+    return None
+
+
 def _destroy_unrecorded(entry: ClaimEntry, checkpoint: Checkpoint, mig: MigControl) -> None:
     """A crash between creating an instance and recording it leaves one nobody owns: find it by
     the placement the claim asked for."""
-    owned = checkpoint.owned_mig()
     for plan in entry.devices:
         if plan.kind != "MIG":
             continue
-        for instance in mig.instances(plan.card):
-            key = (instance.card, instance.gpu_instance_id, instance.compute_instance_id)
-            if key not in owned and (instance.profile_id, instance.placement_start) == (
-                plan.profile_id,
-                plan.placement_start,
-            ):
-                log.warning(
-                    "destroying an unrecorded MIG instance of a rolled-back prepare",
-                    extra={"card": plan.card},
-                )
-                mig.destroy_instance(instance.card, instance.gpu_instance_id, instance.compute_instance_id)
+        if (instance := unowned_at(plan, checkpoint, mig)) is not None:
+            log.warning(
+                "destroying an unrecorded MIG instance of a rolled-back prepare",
+                extra={"card": plan.card},
+            )
+            mig.destroy_instance(instance.card, instance.gpu_instance_id, instance.compute_instance_id)
 
 
 def _disable_or_hand_over(

@@ -171,7 +171,7 @@ class PrepareService:
             owned = checkpoint.owned_mig()
             for card in self._mig_cards():
                 for instance in self.mig.instances(card):
-                    if (instance.card, instance.gpu_instance_id, instance.compute_instance_id) not in owned:
+                    if instance.key not in owned:
                         log.warning(
                             "destroying a MIG instance no claim owns",
                             extra={"card": card, "uuid": instance.uuid},

@@ -17,8 +17,8 @@ from deckhouse_gpu.domain.prepare_guard import conflicts
 from deckhouse_gpu.domain.prepare_plan import PlanError, plan_claim
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
-from deckhouse_gpu.ports.mig import MigControl, MigError, MigInstance, MigModePending
-from deckhouse_gpu.services.host_release import release
+from deckhouse_gpu.ports.mig import MigControl, MigError, MigModePending
+from deckhouse_gpu.services.host_release import release, unowned_at
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class CreateMig:
             assert ctx.entry is not None
             if not ctx.mig.mig_enabled(plan.card):
                 self._enable(ctx, plan.card)
-            if (kept := self._unowned_at(ctx, plan)) is not None:
+            if (kept := unowned_at(plan, ctx.checkpoint, ctx.mig)) is not None:
                 # Only this claim was given this placement: an instance there that no entry owns is
                 # its own, kept through a lost checkpoint and still used by its Pod. Adopt it.
                 ctx.store(ctx.entry.with_mig(MigRecord.from_instance(kept)))
@@ -147,21 +147,6 @@ class CreateMig:
             except MigError as error:
                 raise PrepareError(f"cannot create {plan.device}: {error}") from error
             ctx.store(ctx.entry.with_mig(MigRecord.from_instance(instance)))
-
-    @staticmethod
-    def _unowned_at(ctx: PrepareContext, plan: DevicePlan) -> MigInstance | None:
-        owned = ctx.checkpoint.owned_mig()
-        for instance in ctx.mig.instances(plan.card):
-            at_plan = (instance.profile_id, instance.placement_start) == (
-                plan.profile_id,
-                plan.placement_start,
-            )
-            if (
-                at_plan
-                and (instance.card, instance.gpu_instance_id, instance.compute_instance_id) not in owned
-            ):
-                return instance
-        return None
 
     @staticmethod
     def _whole_card(ctx: PrepareContext, card: str) -> None:
