@@ -4,20 +4,9 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot, run_nvidia_smi
+from deckhouse_gpu.adapters.sim.driver_tree import link, write
 
 LIBRARY = "libnvidia-ml.so.580.95.05"
-
-
-def write(path: Path, content: str = "") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content)
-    return path
-
-
-def link(path: Path, target: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.symlink_to(target)
-    return path
 
 
 @pytest.fixture
