@@ -14,7 +14,8 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from types import ModuleType
+from typing import Any, Protocol
 
 import grpc
 
@@ -143,77 +144,48 @@ def _devices_or_error[M](
         return [], _failure("encoding the prepared devices", error)
 
 
-def _prepare_v1(
-    calls: GuardedCalls, request: v1.NodePrepareResourcesRequest
-) -> v1.NodePrepareResourcesResponse:
-    response = v1.NodePrepareResourcesResponse()
-    for uid, result in calls.prepare(claim_refs(request.claims)).items():
-        devices, error = _devices_or_error(result, _v1_device)
-        entry = response.claims[uid]  # a map of messages creates the entry on access
-        entry.devices.extend(devices)
-        entry.error = error
-    return response
+def _add_dra_service(
+    server: grpc.Server,
+    api: ModuleType,
+    calls: GuardedCalls,
+    to_device: Callable[[PreparedDevice], Any],
+) -> None:
+    """One DRAPlugin service for one API version: the versions differ only in their message
+    classes and in the device fields they carry (``to_device``)."""
 
+    def prepare(request: Any, _context: grpc.ServicerContext) -> Any:
+        response = api.NodePrepareResourcesResponse()
+        for uid, result in calls.prepare(claim_refs(request.claims)).items():
+            devices, error = _devices_or_error(result, to_device)
+            entry = response.claims[uid]  # a map of messages creates the entry on access
+            entry.devices.extend(devices)
+            entry.error = error
+        return response
 
-def _prepare_v1beta1(
-    calls: GuardedCalls, request: v1beta1.NodePrepareResourcesRequest
-) -> v1beta1.NodePrepareResourcesResponse:
-    response = v1beta1.NodePrepareResourcesResponse()
-    for uid, result in calls.prepare(claim_refs(request.claims)).items():
-        devices, error = _devices_or_error(result, _v1beta1_device)
-        entry = response.claims[uid]
-        entry.devices.extend(devices)
-        entry.error = error
-    return response
+    def unprepare(request: Any, _context: grpc.ServicerContext) -> Any:
+        response = api.NodeUnprepareResourcesResponse()
+        for uid, error in calls.unprepare(claim_refs(request.claims)).items():
+            response.claims[uid].error = error
+        return response
 
-
-def _unprepare_v1(
-    calls: GuardedCalls, request: v1.NodeUnprepareResourcesRequest
-) -> v1.NodeUnprepareResourcesResponse:
-    response = v1.NodeUnprepareResourcesResponse()
-    for uid, error in calls.unprepare(claim_refs(request.claims)).items():
-        response.claims[uid].error = error
-    return response
-
-
-def _unprepare_v1beta1(
-    calls: GuardedCalls, request: v1beta1.NodeUnprepareResourcesRequest
-) -> v1beta1.NodeUnprepareResourcesResponse:
-    response = v1beta1.NodeUnprepareResourcesResponse()
-    for uid, error in calls.unprepare(claim_refs(request.claims)).items():
-        response.claims[uid].error = error
-    return response
+    server.add_registered_method_handlers(
+        api.DESCRIPTOR.services_by_name["DRAPlugin"].full_name,
+        {
+            "NodePrepareResources": grpc.unary_unary_rpc_method_handler(
+                prepare,
+                request_deserializer=api.NodePrepareResourcesRequest.FromString,
+                response_serializer=api.NodePrepareResourcesResponse.SerializeToString,
+            ),
+            "NodeUnprepareResources": grpc.unary_unary_rpc_method_handler(
+                unprepare,
+                request_deserializer=api.NodeUnprepareResourcesRequest.FromString,
+                response_serializer=api.NodeUnprepareResourcesResponse.SerializeToString,
+            ),
+        },
+    )
 
 
 def add_dra_services(server: grpc.Server, calls: GuardedCalls) -> None:
     """Registers both DRAPlugin services; the names come from the compiled protos, as the kubelet's do."""
-    server.add_registered_method_handlers(
-        v1.DESCRIPTOR.services_by_name["DRAPlugin"].full_name,
-        {
-            "NodePrepareResources": grpc.unary_unary_rpc_method_handler(
-                lambda request, _context: _prepare_v1(calls, request),
-                request_deserializer=v1.NodePrepareResourcesRequest.FromString,
-                response_serializer=v1.NodePrepareResourcesResponse.SerializeToString,
-            ),
-            "NodeUnprepareResources": grpc.unary_unary_rpc_method_handler(
-                lambda request, _context: _unprepare_v1(calls, request),
-                request_deserializer=v1.NodeUnprepareResourcesRequest.FromString,
-                response_serializer=v1.NodeUnprepareResourcesResponse.SerializeToString,
-            ),
-        },
-    )
-    server.add_registered_method_handlers(
-        v1beta1.DESCRIPTOR.services_by_name["DRAPlugin"].full_name,
-        {
-            "NodePrepareResources": grpc.unary_unary_rpc_method_handler(
-                lambda request, _context: _prepare_v1beta1(calls, request),
-                request_deserializer=v1beta1.NodePrepareResourcesRequest.FromString,
-                response_serializer=v1beta1.NodePrepareResourcesResponse.SerializeToString,
-            ),
-            "NodeUnprepareResources": grpc.unary_unary_rpc_method_handler(
-                lambda request, _context: _unprepare_v1beta1(calls, request),
-                request_deserializer=v1beta1.NodeUnprepareResourcesRequest.FromString,
-                response_serializer=v1beta1.NodeUnprepareResourcesResponse.SerializeToString,
-            ),
-        },
-    )
+    _add_dra_service(server, v1, calls, _v1_device)
+    _add_dra_service(server, v1beta1, calls, _v1beta1_device)
