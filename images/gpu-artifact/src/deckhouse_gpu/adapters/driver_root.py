@@ -16,6 +16,8 @@ import subprocess
 from collections import deque
 from pathlib import Path, PurePosixPath
 
+from deckhouse_gpu.services.driver_validation import KernelDriver
+
 _MAX_LINKS = 40  # what Linux allows in one path walk before ELOOP
 
 
@@ -97,3 +99,24 @@ def run_nvidia_smi(nvidia_smi: Path, nvml_library: Path, timeout_s: float = 60.0
     # nvidia-smi says why on stdout ("NVIDIA-SMI has failed because ..."); stderr may hold loader noise.
     output = (result.stdout.strip() or result.stderr.strip()).splitlines()
     return f"nvidia-smi exited with code {result.returncode}" + (f": {output[-1]}" if output else "")
+
+
+class ProcNvidia:
+    """Implements ``services.driver_validation.KernelView`` over ``<proc>/driver/nvidia``.
+
+    A container's /proc shows the host kernel's driver files, so no host mount is needed.
+    """
+
+    def __init__(self, proc: Path | str = "/proc") -> None:
+        self.base = Path(proc) / "driver" / "nvidia"
+
+    def nvidia_module(self) -> KernelDriver:
+        try:
+            text: str | None = (self.base / "version").read_text(errors="replace")
+        except OSError:
+            text = None
+        try:
+            gpus = tuple(sorted(os.listdir(self.base / "gpus")))
+        except OSError:
+            gpus = ()
+        return KernelDriver(text, gpus)

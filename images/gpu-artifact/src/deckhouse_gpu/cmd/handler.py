@@ -1,9 +1,10 @@
-"""gpu-handler: NVML capabilities and health of this node's GPUs (DRA publishing comes later).
+"""gpu-handler: NVML capabilities, health, DRA offers and the kubelet plugin of this node's GPUs.
 
 gpu-handler run --node-name w1                                 # in-cluster, real NVML
 gpu-handler run --node-name w1 --kubeconfig ~/.kube/config --nvml-sim a30,a30 --host-root /tmp/host
 gpu-handler snapshot --dry-run --nvml-sim a30 --physicalgpus pgpu.yaml [--assume-driver-ready]
 gpu-handler prestart --driver-root /run/nvidia/driver          # init container: wait for the driver
+gpu-handler validate-driver --driver-root /                    # the driver validator DaemonSet
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import yaml
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
+from deckhouse_gpu.cmd import driver_validator
 from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
@@ -122,6 +124,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "prestart", help="wait until the driver root has nvidia-smi and libnvidia-ml.so.1"
     )
     wiring.add_prestart_arguments(prestart)
+
+    validator = commands.add_parser(
+        "validate-driver", help="the driver validator: ready while the driver root and kernel module agree"
+    )
+    driver_validator.add_arguments(validator, wiring.DEFAULT_DRIVER_MOUNT)
 
     args = parser.parse_args(argv)
     if args.command == "run" and not args.node_name:
@@ -247,6 +254,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         return snapshot(args, out)
     if args.command == "prestart":
         return wiring.prestart(args)
+    if args.command == "validate-driver":
+        return driver_validator.run(args)
     if args.command == "render-slices":
         return render_slices(args, out)
     from deckhouse_gpu.adapters.kube_client import load_kube  # noqa: PLC0415 - only the run command needs it
