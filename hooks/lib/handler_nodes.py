@@ -1,4 +1,8 @@
-"""Which nodes run gpu-handler, DCGM and dcgm-exporter: pure logic of the handler_nodes hook.
+"""Which nodes run gpu-handler, DCGM and dcgm-exporter, and which the driver validator: pure logic
+of the handler_nodes hook.
+
+The validator runs on every managed node with an NVIDIA PhysicalGPU, whatever its DriverReady: its
+readiness is what sets DriverReady in the first place.
 
 A node qualifies when it exists, is not opted out (the ``managedNodes.optOutLabel`` label, any
 value), carries every label of ``managedNodes.nodeSelector``, and has at least one PhysicalGPU
@@ -56,6 +60,14 @@ def managed_nodes(nodes: Iterable[Any], settings: Mapping[str, Any]) -> set[str]
         if all(labels.get(key) == value for key, value in selector.items()):
             names.add(name)
     return names
+
+
+def gpu_nodes(gpus: Iterable[Any]) -> set[str]:
+    return {node for gpu in _results(gpus) if isinstance(node := gpu.get("node"), str) and node}
+
+
+def validator_nodes(gpus: Iterable[Any], nodes: Iterable[Any], settings: Mapping[str, Any]) -> list[str]:
+    return sorted(gpu_nodes(gpus) & managed_nodes(nodes, settings))
 
 
 def handler_nodes(gpus: Iterable[Any], nodes: Iterable[Any], settings: Mapping[str, Any]) -> list[str]:

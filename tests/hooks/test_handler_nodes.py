@@ -52,6 +52,14 @@ def test_a_driver_that_is_not_ready_keeps_the_node_out(ready: Any) -> None:
     assert run([gpu("w1", ready)], [node("w1")])["handlerNodes"] == []
 
 
+def test_the_validator_runs_on_managed_gpu_nodes_whatever_their_readiness() -> None:
+    gpus = [gpu("w1", "False"), gpu("w2", "Unknown"), gpu("w3"), gpu("w4", None), gpu("gone")]
+    nodes = [node("w1"), node("w2"), node("w3"), node("w4", **{"gpu.deckhouse.io/disabled": ""}), node("c")]
+    internal = run(gpus, nodes)
+    assert internal["validatorNodes"] == ["w1", "w2", "w3"]
+    assert internal["handlerNodes"] == ["w3"]
+
+
 def test_one_ready_gpu_is_enough_for_its_node() -> None:
     assert run([gpu("w1", "False"), gpu("w1", "True")], [node("w1")])["handlerNodes"] == ["w1"]
 
@@ -109,7 +117,11 @@ def test_the_values_patch_touches_only_the_internal_values() -> None:
     values = {"global": {}, "gpu": {"logLevel": "Info", "internal": {}}}
     out = hook.testrun(HOOK.main, binding_context=context, initial_values=values)
     paths = sorted(patch["path"] for patch in out.values_patches.data)
-    assert paths == ["/gpu/internal/handlerNodes", "/gpu/internal/handlerNodesHash"]
+    assert paths == [
+        "/gpu/internal/handlerNodes",
+        "/gpu/internal/handlerNodesHash",
+        "/gpu/internal/validatorNodes",
+    ]
 
 
 def test_the_hook_prints_a_valid_config_when_asked() -> None:

@@ -3,7 +3,6 @@ defaults a bare ``enabled: true`` gets, and the Russian twin that Deckhouse show
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from jsonschema import Draft4Validator
+
+from tests.support.module_values import problems, with_defaults
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENAPI = ROOT / "openapi"
@@ -25,26 +25,6 @@ def load(name: str) -> dict[str, Any]:
 
 CONFIG = load("config-values.yaml")
 VALUES = load("values.yaml")
-
-
-def problems(schema: dict[str, Any], settings: Any) -> list[str]:
-    """Every violation as ``path: message``, the way the API server reports a ModuleConfig."""
-    found = Draft4Validator(schema).iter_errors(settings)
-    return sorted(f"{'.'.join(str(p) for p in error.absolute_path)}: {error.message}" for error in found)
-
-
-def with_defaults(schema: dict[str, Any], value: Any) -> Any:
-    """Fills defaults as the OpenAPI defaulting of Deckhouse does: an absent property with a
-    ``default`` gets it, and objects are descended into (so nested defaults apply too)."""
-    if schema.get("type") != "object" or not isinstance(value, dict):
-        return value
-    filled = dict(value)
-    for name, child in (schema.get("properties") or {}).items():
-        if name not in filled and "default" in child:
-            filled[name] = copy.deepcopy(child["default"])
-        if name in filled:
-            filled[name] = with_defaults(child, filled[name])
-    return filled
 
 
 def examples(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any], Any]]:
@@ -166,6 +146,8 @@ def test_values_extend_the_settings_and_declare_the_hook_values() -> None:
     assert merged["internal"] == {
         "handlerNodes": [],
         "handlerNodesHash": "",
+        "validatorNodes": [],
+        "settings": {},
         "webhookCert": {"ca": "", "crt": "", "key": ""},
     }
     assert problems(VALUES, merged) == []
