@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Reports the module's status as metrics (cards by readiness and health, GPU nodes without
+gpu-handler, webhook certificate expiry); see lib/module_status.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deckhouse import hook
+from lib.module_status import GROUP, PHYSICAL_GPU_FILTER, metrics
+
+MODULE = "gpu"
+CONFIG = f"""
+configVersion: v1
+kubernetes:
+  - name: physical_gpus
+    group: main
+    queue: /modules/{MODULE}/module-status
+    apiVersion: gpu.deckhouse.io/v1alpha1
+    kind: PhysicalGPU
+    jqFilter: '{PHYSICAL_GPU_FILTER}'
+    keepFullObjectsInMemory: false
+schedule:
+  # The node lists and the certificate live in values, which no binding watches.
+  - name: every_minute
+    crontab: "* * * * *"
+    group: main
+    queue: /modules/{MODULE}/module-status
+"""
+
+
+def main(ctx: Any) -> None:
+    internal = (ctx.values.get(MODULE) or {}).get("internal") or {}
+    # Expired first: a run with no series at all must still clear the previous ones.
+    ctx.metrics.expire(GROUP)
+    for series in metrics(ctx.snapshots.get("physical_gpus", []), internal):
+        ctx.metrics.collect(series)
+
+
+if __name__ == "__main__":
+    hook.run(main, config=CONFIG)
