@@ -8,6 +8,7 @@ import base64
 import re
 from typing import Any
 
+import kubernetes_validate
 import pytest
 
 from tests.support.helm_chart import MONITORING_APIS, HelmFailed, Rendered, render
@@ -472,3 +473,23 @@ def test_the_node_write_policy_is_rendered_with_its_binding() -> None:
     for workload in ("gpu-node-agent", "gpu-handler"):
         account = pod_spec(RENDERED["defaults"].get("DaemonSet", workload))["serviceAccountName"]
         assert f"system:serviceaccount:d8-gpu:{account}" in usernames
+
+
+# Kinds of CRDs the cluster gets from other modules; Kubernetes' own schemas do not have them.
+CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "GrafanaDashboardDefinition", "VerticalPodAutoscaler"}
+
+
+@pytest.mark.parametrize("version", ["1.34.0", "1.35.0"])
+@pytest.mark.parametrize("rendered", every("schema"))
+def test_every_builtin_object_is_valid_for_the_api_server(rendered: Rendered, version: str) -> None:
+    # Strict: an unknown field (a typo, a field of another version) is an error, as with
+    # kubectl's server-side field validation.
+    for obj in rendered.objects:
+        if obj["kind"] in CRD_KINDS:
+            continue
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            pytest.fail(
+                f"{obj['kind']}/{obj['metadata']['name']} on {version}: {error.message} at {list(error.path)}"
+            )
