@@ -30,7 +30,7 @@ def test_pods_on_other_nodes_do_not_count():
     decided = verdict("w1", [pod("val-b", "w2", ready_status()), pod("val-x", None, ready_status())])
     assert decided.status is ConditionStatus.UNKNOWN
     assert decided.reason == REASON_MISSING
-    assert "nodeSelector and tolerations" in decided.message
+    assert "check that the node is not opted out" in decided.message
     assert "node w1" in decided.message
 
 

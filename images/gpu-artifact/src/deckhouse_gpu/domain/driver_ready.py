@@ -1,8 +1,9 @@
 """The DriverReady condition, decided from the driver validator pods on the card's node (TZ 4.2.2).
 
-The NVIDIA driver validator runs as a DaemonSet; its pod turns Ready only after it has loaded
-the driver and run a CUDA workload on the node, so a Ready validator pod is the evidence that
-the driver works for every card of that node. gpu-controller is the only writer of this
+The driver validator runs as a DaemonSet (``gpu-handler validate-driver``); its pod is Ready only
+while the node's driver root holds a complete driver whose libraries match the loaded kernel
+module and that drives a GPU, so a Ready validator pod is the evidence that the driver works for
+every card of that node. gpu-controller is the only writer of this
 condition (ARCHITECTURE.md D8); everything here is pure: pods and cards in, a verdict out.
 """
 
@@ -126,8 +127,8 @@ def verdict(node: str, pods: Iterable[Object]) -> Verdict:
     return Verdict(
         ConditionStatus.UNKNOWN,
         REASON_MISSING,
-        f"no driver validator pod runs on node {node}; check the validator DaemonSet's "
-        "nodeSelector and tolerations against this node's labels and taints",
+        f"no driver validator pod runs on node {node}; it runs on managed nodes with an NVIDIA "
+        "PhysicalGPU: check that the node is not opted out, and the validator DaemonSet's pods",
     )
 
 
