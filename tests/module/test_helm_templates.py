@@ -12,6 +12,7 @@ import kubernetes_validate
 import pytest
 
 from tests.support.helm_chart import MONITORING_APIS, HelmFailed, Rendered, render
+from tests.support.module_images import RUNTIME_IMAGES
 from tests.support.module_values import REGISTRY, digest, module_values
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
@@ -438,6 +439,18 @@ def test_images_come_from_the_module_registry_with_its_pull_secret() -> None:
     assert RENDERED["defaults"].find("Secret", "gpu-module-registry") is None
     (main,) = pod_spec(handler(RENDERED["defaults"]))["containers"]
     assert main["image"] == f"{REGISTRY}@{digest('gpuHandler')}"
+
+
+def test_templates_use_exactly_the_images_werf_builds() -> None:
+    # Every image is referenced by digest; a digest marks which built image it is.
+    names = {image: digest(image) for image in RUNTIME_IMAGES}
+    used = {
+        container["image"].rsplit("@", 1)[1]
+        for rendered in RENDERED.values()
+        for workload in rendered.workloads()
+        for container in containers(workload)
+    }
+    assert used == set(names.values())
 
 
 def test_a_missing_image_digest_fails_the_render_naming_it() -> None:

@@ -25,9 +25,11 @@ if str(HOOKS) not in sys.path:
 from lib.handler_nodes import nodes_hash  # noqa: E402
 from lib.settings import derive  # noqa: E402
 
+from tests.support.module_images import RUNTIME_IMAGES  # noqa: E402
+
 REGISTRY = "registry.example.com/deckhouse/ce/modules/gpu"
-# Images the templates may reference; each gets a fake but well-formed digest.
-IMAGES = ("gpuNodeAgent", "gpuController", "gpuHandler", "nvidiaDcgm", "nvidiaDcgmExporter")
+# The images werf builds; each gets a fake but well-formed digest.
+IMAGES = tuple(sorted(RUNTIME_IMAGES))
 
 
 def load_schema(name: str) -> dict[str, Any]:
