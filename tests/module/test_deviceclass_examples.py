@@ -26,9 +26,9 @@ import yaml
 from deckhouse_gpu.adapters.sim.scenario import parse_scenario
 from deckhouse_gpu.cmd.simulation import SimulatedCluster
 from deckhouse_gpu.domain.offers import mig_name, physical_name
+from deckhouse_gpu.domain.quantity import Quantity
 from deckhouse_gpu.services.slice_preview import render_nodes
 from tests.support.dra_cel import Selector, SelectorError, device_view
-from tests.support.quantity import Quantity
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 DRIVER = "gpu.deckhouse.io"

@@ -30,7 +30,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, bool_eq, bool_ne
 
-from tests.support.quantity import Quantity, QuantityError
+from deckhouse_gpu.domain.quantity import Quantity, QuantityError
 
 MAX_EXPRESSION_BYTES = 10 * 1024  # CELSelectorExpressionMaxLength
 

@@ -1,11 +1,11 @@
-"""A Kubernetes ``resource.Quantity`` for tests: strict parsing and exact comparison.
+"""A Kubernetes ``resource.Quantity``: strict parsing, exact arithmetic and canonical text.
 
 The grammar is the one of ``resource.ParseQuantity``: a signed decimal number followed by one
 suffix, a binary SI one (``Ki`` .. ``Ei``), a decimal SI one (``n u m k M G T P E`` or none) or a
-decimal exponent (``e3``, ``E-2``). Like the API server, a non-zero value is rounded away from
-zero to a multiple of 1n. Stricter than the API server on purpose: the number needs a digit,
-surrounding spaces are refused, and exponents are limited to ±1000 so a hostile value cannot
-build a huge number.
+decimal exponent (``e3``, ``E-2``). Like the API server, a non-zero value is rounded up to a
+multiple of 1n. Stricter than the API server on purpose: the number needs a digit, surrounding
+spaces are refused, and exponents are limited to ±1000 so a hostile value cannot build a huge
+number. The DRA allocator and its CEL library use it for counters, capacities and selectors.
 """
 
 from __future__ import annotations
@@ -74,6 +74,25 @@ class Quantity:
     def sign(self) -> int:
         return (self.value > 0) - (self.value < 0)
 
+    @property
+    def binary(self) -> bool:
+        """Written with a binary suffix: its canonical text keeps binary suffixes."""
+        return self.text.rstrip("0123456789").endswith("i")
+
+    def add(self, other: Quantity) -> Quantity:
+        return Quantity.exact(self.value + other.value, self.binary)
+
+    def sub(self, other: Quantity) -> Quantity:
+        return Quantity.exact(self.value - other.value, self.binary)
+
+    @classmethod
+    def exact(cls, value: Fraction | int, binary: bool = False) -> Quantity:
+        """A quantity of ``value`` with its canonical text (binary or decimal suffixes)."""
+        return cls(canonical(Fraction(value), binary), Fraction(value))
+
+    def __str__(self) -> str:
+        return self.text
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Quantity):
             return NotImplemented
@@ -84,3 +103,29 @@ class Quantity:
 
     def __repr__(self) -> str:
         return f"Quantity({self.text!r})"
+
+
+def canonical(value: Fraction, binary: bool = False) -> str:
+    """The text Kubernetes prints for a value: the largest suffix that keeps it whole
+    (``1536Mi``, ``2k``, ``500m``); fractions below one use ``m``, ``u`` or ``n``."""
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    if value == 0:
+        return "0"
+    if value.denominator == 1:
+        number = int(value)
+        if binary:
+            for suffix, power in sorted(_BINARY.items(), key=lambda item: -item[1]):
+                if number % (1 << power) == 0:
+                    return f"{sign}{number >> power}{suffix}"
+            return f"{sign}{number}"
+        for suffix in ("E", "P", "T", "G", "M", "k"):
+            scale = 10 ** _DECIMAL[suffix]
+            if number % scale == 0:
+                return f"{sign}{number // scale}{suffix}"
+        return f"{sign}{number}"
+    for suffix in ("m", "u", "n"):
+        scaled = value * 10 ** -_DECIMAL[suffix]
+        if scaled.denominator == 1:
+            return f"{sign}{int(scaled)}{suffix}"
+    return f"{sign}{math.ceil(value * _NANO)}n"
