@@ -98,7 +98,8 @@ def test_selectors_of_the_class_and_of_the_request_both_apply() -> None:
     world = World(
         [resource_slice("s", [device("a", attributes={"mem": 10}), device("b", attributes={"mem": 40})])]
     )
-    big: dict[str, Any] = {"selectors": [{"cel": {"expression": 'device.attributes["gpu.deckhouse.io"].mem >= 20'}}]}
+    expression = 'device.attributes["gpu.deckhouse.io"].mem >= 20'
+    big: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
     assert world.devices(claim_object("c", exactly("gpu", **big))) == [["b"]]
 
 
