@@ -84,7 +84,7 @@ def device_reason(
         if not semantics.partitionable:
             return "consumes counters, but partitionable devices are off"
         multi = device.allow_multiple and semantics.consumable
-        if not (multi and device.key in state.shares and not semantics.strict):
+        if not (multi and device.key in state.shares):
             reason = _counter_reason(allocator, work, pool, device)
             if reason:
                 return reason

@@ -307,8 +307,11 @@ class Allocator:
         if device.consumes:
             if not self.semantics.partitionable:
                 return None
+            # Counters are charged for a shared device's first share only: later shares of this
+            # pass skip the check, and shares of earlier passes were charged (strict) or not at all
+            # (the scheduler, quirk b) when the availability was computed.
             already_shared = multi and (device.key in state.shares or device.key in work.sharing)
-            if not (already_shared and not self.semantics.strict):
+            if not already_shared:
                 if not self._charge(work, pool, device):
                     return None
                 charged = True

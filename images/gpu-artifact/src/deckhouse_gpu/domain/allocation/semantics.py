@@ -11,9 +11,10 @@ VERSIONS = ("1.34", "1.35")
 class Semantics:
     """``version`` switches the 1.34/1.35 differences; the flags mirror the scheduler's gates.
 
-    ``strict`` is for the audit: it charges what the scheduler leaves uncharged (counters of a
-    device rejected later in the same pass are rolled back, and a shared device's counters are
-    charged for every later allocation, not only for its first share).
+    ``strict`` is for the audit: it corrects the scheduler's accounting quirks (k8s-dra-facts 4.4):
+    counters of a device rejected after the counter check are given back, and the counters of a
+    shared device that already has shares stay charged in later passes (the scheduler charges
+    them only in the pass of the first share). Either way one device's counters count once.
     """
 
     version: str = "1.35"
