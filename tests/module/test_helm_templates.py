@@ -64,6 +64,7 @@ HOST_PATHS = {
     "nvidia-driver-validator": {"/", "/run/nvidia"},
     "nvidia-dcgm-exporter": {"/", "/run/nvidia", "/var/lib/kubelet/pod-resources"},
     "gpu-controller": set(),
+    "gpu-dra-controller": set(),
 }
 CLUSTER_SCOPED = {
     "Namespace",
@@ -463,7 +464,15 @@ def test_monitoring_objects_need_their_crds() -> None:
     bare = render(VALUE_SETS["defaults"], api_versions=())
     for kind in ("ServiceMonitor", "PrometheusRule", "GrafanaDashboardDefinition", "VerticalPodAutoscaler"):
         assert bare.of_kind(kind) == [], kind
-    assert len(RENDERED["defaults"].of_kind("ServiceMonitor")) == 2
+    monitors = RENDERED["defaults"].of_kind("ServiceMonitor")
+    scraped = {tuple(sorted(m["spec"]["selector"]["matchLabels"].items())) for m in monitors}
+    exposed = {
+        tuple(sorted(s["spec"]["selector"].items()))
+        for s in RENDERED["defaults"].of_kind("Service")
+        if any(p["name"] == "http-metrics" for p in s["spec"]["ports"])
+    }
+    assert scraped == exposed  # every metrics Service is scraped, and nothing else
+    assert len(monitors) == 3
     assert all(
         m["metadata"]["labels"]["prometheus"] == "main"
         for m in RENDERED["defaults"].of_kind("ServiceMonitor")
@@ -508,3 +517,25 @@ def test_every_builtin_object_is_valid_for_the_api_server(rendered: Rendered, ve
             pytest.fail(
                 f"{obj['kind']}/{obj['metadata']['name']} on {version}: {error.message} at {list(error.path)}"
             )
+
+
+def test_the_dra_controller_serves_the_webhook_only_with_a_certificate() -> None:
+    (plain,) = pod_spec(RENDERED["defaults"].get("Deployment", "gpu-dra-controller"))["containers"]
+    assert "--no-webhook" in plain["args"]
+    assert RENDERED["defaults"].find("ValidatingWebhookConfiguration", "d8-gpu-opaque-config") is None
+    values = module_values()
+    values["gpu"]["internal"]["webhookCert"] = {"ca": "CA PEM", "crt": "CRT PEM", "key": "KEY PEM"}
+    rendered = render(values)
+    deployment = rendered.get("Deployment", "gpu-dra-controller")
+    (container,) = pod_spec(deployment)["containers"]
+    assert "--no-webhook" not in container["args"]
+    volumes = {v["name"]: v for v in pod_spec(deployment)["volumes"]}
+    assert volumes["webhook-tls"]["secret"]["secretName"] == "gpu-dra-controller-webhook-tls"
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    cert_arg = next(a for a in container["args"] if a.startswith("--tls-cert-file="))
+    assert cert_arg == f"--tls-cert-file={mounts['webhook-tls']}/tls.crt"
+    (hook,) = rendered.get("ValidatingWebhookConfiguration", "d8-gpu-opaque-config")["webhooks"]
+    service = rendered.get("Service", hook["clientConfig"]["service"]["name"])
+    port = next(p for p in service["spec"]["ports"] if p["port"] == hook["clientConfig"]["service"]["port"])
+    assert port["targetPort"] in {p["name"] for p in container["ports"]}
+    assert hook["failurePolicy"] == "Ignore"

@@ -53,6 +53,7 @@ PREFIX = "/opt/deckhouse-gpu"
 PYTHON_IMAGES = {
     "gpuNodeAgent": "gpu-node-agent",
     "gpuController": "gpu-controller",
+    "gpuDraController": "gpu-dra-controller",
     "gpuHandler": "gpu-handler",
 }
 UPSTREAM_IMAGES = {"nvidiaDcgm", "nvidiaDcgmExporter"}

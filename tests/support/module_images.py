@@ -10,5 +10,5 @@ templates reference no other image.
 from __future__ import annotations
 
 RUNTIME_IMAGES: frozenset[str] = frozenset(
-    {"gpuNodeAgent", "gpuController", "gpuHandler", "nvidiaDcgm", "nvidiaDcgmExporter"}
+    {"gpuNodeAgent", "gpuController", "gpuDraController", "gpuHandler", "nvidiaDcgm", "nvidiaDcgmExporter"}
 )
