@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from benchmarks import handler, node_agent, prepare, slices
+from benchmarks import cel_engines, handler, node_agent, prepare, slices
 from benchmarks.common import build_host
 
 
@@ -17,6 +17,7 @@ def main() -> None:
         handler.run(host, workdir)
         slices.run()
     prepare.run()
+    cel_engines.run()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The example DeviceClasses and claims (docs/examples) against what the driver really publishes.
 
 (a) The DeviceClasses are valid objects (shared/reference/k8s-dra-facts.md section 2.1).
-(b) Every selector is evaluated with the Kubernetes DRA CEL semantics (tests/support/dra_cel.py)
+(b) Every selector is evaluated by the module's DRA CEL engine (deckhouse_gpu/domain/dra_cel.py)
     against every device of the pools rendered from simulated cards of each model, for 1.34 and
     1.35, on a plain node, a sharing node, a node with MIG switched off and after the fallback; each
     class must select exactly the devices it is meant for and fail on none (an evaluation error
@@ -25,10 +25,10 @@ import yaml
 
 from deckhouse_gpu.adapters.sim.scenario import parse_scenario
 from deckhouse_gpu.cmd.simulation import SimulatedCluster
+from deckhouse_gpu.domain.dra_cel import CompiledSelector, SelectorEngine, SelectorError, device_view
 from deckhouse_gpu.domain.offers import mig_name, physical_name
 from deckhouse_gpu.domain.quantity import Quantity
 from deckhouse_gpu.services.slice_preview import render_nodes
-from tests.support.dra_cel import Selector, SelectorError, device_view
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 DRIVER = "gpu.deckhouse.io"
@@ -66,8 +66,11 @@ CLASSES = {c["metadata"]["name"]: c for c in _docs("deviceclasses.yaml")}
 CLAIMS = _docs("claims.yaml")
 
 
-def _selectors(spec: dict[str, Any]) -> list[Selector]:
-    return [Selector(entry["cel"]["expression"]) for entry in spec.get("selectors") or []]
+ENGINE = SelectorEngine()
+
+
+def _selectors(spec: dict[str, Any]) -> list[CompiledSelector]:
+    return [ENGINE.compile(entry["cel"]["expression"]) for entry in spec.get("selectors") or []]
 
 
 SELECTORS = {name: _selectors(c["spec"]) for name, c in CLASSES.items()}
@@ -193,7 +196,7 @@ FOREIGN = [  # another driver's GPUs in the same cluster, with names that look l
 def _evaluate(class_name: str, view_key: str) -> bool | str:
     """Memoized: the same device content recurs across versions and variants."""
     device = {key: value for key, value in json.loads(view_key).items() if value is not None}
-    view = device_view(device, device["driver"])
+    view = device_view(device["driver"], device)
     try:
         return all(s.matches(view) for s in SELECTORS[class_name])
     except SelectorError as error:
@@ -368,7 +371,7 @@ def test_mig_claim_selects_the_a30_2g_instances(cards: list[dict[str, Any]], var
     chosen = {
         (node, device["name"])
         for node, device in rendered_devices(cards, 34, variant)
-        if all(s.matches(device_view(device, DRIVER)) for s in selectors)
+        if all(s.matches(device_view(DRIVER, device)) for s in selectors)
     }
     wanted = {(o.node, o.name) for o in intended_offers(cards, variant) if o.profile == "2g.12gb"}
     assert chosen == wanted
@@ -378,7 +381,7 @@ def test_mig_claim_selects_the_a30_2g_instances(cards: list[dict[str, Any]], var
 # --- (c) functions ---------------------------------------------------------------------------------
 
 
-def _all_selectors() -> Iterator[Selector]:
+def _all_selectors() -> Iterator[CompiledSelector]:
     for selectors in SELECTORS.values():
         yield from selectors
     for template in _templates().values():
@@ -388,8 +391,8 @@ def _all_selectors() -> Iterator[Selector]:
 
 def test_selectors_use_only_what_a_1_34_api_server_accepts() -> None:
     for selector in _all_selectors():
-        assert selector.functions() <= ALLOWED_FUNCTIONS, selector.expression
-        assert selector.device_fields() <= DEVICE_FIELDS, selector.expression
+        assert selector.functions <= ALLOWED_FUNCTIONS, selector.expression
+        assert selector.device_fields <= DEVICE_FIELDS, selector.expression
 
 
 def test_cel_glue_follows_kubernetes_semantics() -> None:
@@ -397,7 +400,7 @@ def test_cel_glue_follows_kubernetes_semantics() -> None:
         "attributes": {"model": {"string": "x"}, "resource.kubernetes.io/pcieRoot": {"string": "pci0000:3b"}},
         "capacity": {"memory": {"value": "40960Mi"}},
     }
-    view = device_view(device, DRIVER)
+    view = device_view(DRIVER, device)
     holds = {
         'device.attributes["gpu.deckhouse.io"].model == "x"': True,  # unqualified: the driver's domain
         'device.attributes["resource.kubernetes.io"].pcieRoot == "pci0000:3b"': True,
@@ -406,7 +409,7 @@ def test_cel_glue_follows_kubernetes_semantics() -> None:
         "device.allowMultipleAllocations": False,
     }
     for expression, expected in holds.items():
-        assert Selector(expression).matches(view) is expected, expression
+        assert ENGINE.compile(expression).matches(view) is expected, expression
     for wrong in (
         'device.attributes["gpu.deckhouse.io/model"] == "x"',  # the TZ's form: a map is not a string
         'device.attributes["gpu.deckhouse.io"].missing == "x"',  # unknown name: an error
@@ -414,7 +417,7 @@ def test_cel_glue_follows_kubernetes_semantics() -> None:
         'device.attributes["gpu.deckhouse.io"].model',  # not a bool
     ):
         with pytest.raises(SelectorError):
-            Selector(wrong).matches(view)
+            ENGINE.compile(wrong).matches(view)
 
 
 # --- the CEL and YAML examples of docs/DRA.md and docs/DRA.ru.md -----------------------------------
@@ -432,11 +435,11 @@ def test_doc_cel_examples_are_safe_and_select_something(cards: list[dict[str, An
     examples = doc_cel_examples()
     assert len(examples) >= 2 * 19, "the attribute and capacity tables of both languages"
     devices = [d for v in VARIANTS[:2] for _, d in rendered_devices(cards, 35, v)]
-    views = [device_view(device, DRIVER) for device in devices]
+    views = [device_view(DRIVER, device) for device in devices]
     for expression in sorted(set(examples)):
-        selector = Selector(expression)
-        assert selector.functions() <= ALLOWED_FUNCTIONS, expression
-        assert selector.device_fields() <= DEVICE_FIELDS, expression
+        selector = ENGINE.compile(expression)
+        assert selector.functions <= ALLOWED_FUNCTIONS, expression
+        assert selector.device_fields <= DEVICE_FIELDS, expression
         # A list, not a generator: every device is evaluated, so an unguarded example fails.
         assert any([selector.matches(view) for view in views]), f"selects nothing: {expression}"
 

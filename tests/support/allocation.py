@@ -1,43 +1,20 @@
-"""Small ResourceSlices, DeviceClasses and claims for the allocator's tests, and its CEL matcher."""
+"""Small ResourceSlices, DeviceClasses and claims for the allocator's tests (production CEL)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
 from deckhouse_gpu.domain.allocation.claims import Claim, DeviceClass, parse_claim, parse_classes
-from deckhouse_gpu.domain.allocation.model import Device, build_inventory
+from deckhouse_gpu.domain.allocation.model import build_inventory
 from deckhouse_gpu.domain.allocation.node_match import Node
 from deckhouse_gpu.domain.allocation.search import Allocator, Outcome
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.allocation.state import AllocatedState
-from tests.support.dra_cel import Selector, SelectorError, device_view
 
 DRIVER = "gpu.deckhouse.io"
 IS_GPU = f'device.attributes["{DRIVER}"].kind == "gpu"'
-
-
-class TestMatcher:
-    """The allocator's SelectorMatcher over the tests' CEL evaluator."""
-
-    def __init__(self) -> None:
-        self.compiled: dict[str, Selector] = {}
-        self.calls = 0
-
-    def matches(self, expression: str, device: Device) -> bool:
-        from deckhouse_gpu.domain.allocation.checks import SelectorFailure  # noqa: PLC0415
-
-        self.calls += 1
-        try:
-            selector = self.compiled.get(expression) or self.compiled.setdefault(
-                expression, Selector(expression)
-            )
-            view = device.cache.get(("view",))
-            if view is None:
-                view = device.cache.setdefault(("view",), device_view(dict(device.raw), device.driver))
-            return selector.matches(view)
-        except SelectorError as error:
-            raise SelectorFailure(str(error)) from error
 
 
 def device(
@@ -155,7 +132,7 @@ class World:
         self.allocator = Allocator(
             self.inventory,
             self.semantics,
-            TestMatcher(),
+            CelMatcher(consumable_capacity=self.semantics.consumable),
             new_share_id=(lambda: next(ids))
             if ids
             else lambda: f"00000000-0000-4000-8000-{next(counter):012d}",
