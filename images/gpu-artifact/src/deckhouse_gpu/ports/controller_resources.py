@@ -6,3 +6,5 @@ from deckhouse_gpu.ports.kube import Resource
 
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True, has_status=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+# gpu-dra-controller: the classes its allocator reads.
+DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False)

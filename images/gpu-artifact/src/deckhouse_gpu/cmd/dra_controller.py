@@ -1,0 +1,93 @@
+"""gpu-dra-controller: the module's allocator, its opaque-config webhook and the allocation audit.
+
+gpu-dra-controller run [--kubeconfig FILE] [--no-webhook] [--no-leader-elect]   # in the cluster
+gpu-dra-controller allocate --slices S.yaml --classes C.yaml --claims CL.yaml [--allocated A.yaml]
+                            [--node NAME] [--k8s-version 1.34|1.35] [--strict]  # a dry run, no API
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import yaml
+
+from deckhouse_gpu.cmd.dra_controller_run import add_run_arguments, run_in_cluster
+from deckhouse_gpu.domain.allocation.semantics import VERSIONS, Semantics
+from deckhouse_gpu.services.allocation_preview import preview
+
+COMPONENT = "gpu-dra-controller"
+
+
+class InputError(Exception):
+    pass
+
+
+def load_objects(path: str) -> list[dict[str, Any]]:
+    """Objects from a YAML file: several documents, a ``List`` (kubectl get -o yaml), or both."""
+    try:
+        documents = list(yaml.safe_load_all(Path(path).read_text()))
+    except (OSError, yaml.YAMLError) as error:
+        raise InputError(f"{path}: {error}") from error
+    found: list[dict[str, Any]] = []
+    for document in documents:
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            raise InputError(f"{path}: a document is not an object")
+        if document.get("kind", "").endswith("List") and isinstance(document.get("items"), list):
+            found += [item for item in document["items"] if isinstance(item, dict)]
+        else:
+            found.append(document)
+    return found
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog=COMPONENT, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="allocate what the scheduler never will, audit, serve the webhook")
+    add_run_arguments(run)
+    allocate = commands.add_parser(
+        "allocate", help="allocate claims from files, as the scheduler would; no API"
+    )
+    allocate.add_argument(
+        "--slices", required=True, help="ResourceSlices (YAML, several documents or a List)"
+    )
+    allocate.add_argument("--classes", required=True, help="DeviceClasses")
+    allocate.add_argument("--claims", required=True, help="the claims to allocate together (one pod's)")
+    allocate.add_argument("--allocated", help="claims already allocated (with status.allocation)")
+    allocate.add_argument("--node", help="the node to allocate on (default: try every node in name order)")
+    allocate.add_argument("--k8s-version", choices=VERSIONS, default="1.35")
+    allocate.add_argument("--strict", action="store_true", help="the audit's accounting, not the scheduler's")
+    return parser.parse_args(argv)
+
+
+def allocate(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        slices = load_objects(args.slices)
+        classes = load_objects(args.classes)
+        claims = load_objects(args.claims)
+        allocated = load_objects(args.allocated) if args.allocated else []
+    except InputError as error:
+        print(f"{COMPONENT} allocate: {error}", file=sys.stderr)
+        return 2
+    semantics = Semantics(args.k8s_version, strict=args.strict)
+    report = preview(slices, classes, claims, allocated, semantics, args.node)
+    yaml.safe_dump(report, out, sort_keys=False, width=120)
+    return 0
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    args = parse_args(argv)
+    if args.command == "allocate":
+        return allocate(args, out)
+    return run_in_cluster(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""``gpu-dra-controller run``: wiring of the controller, its lease, metrics and webhook."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import prometheus_client
+
+from deckhouse_gpu.adapters import json_logging
+from deckhouse_gpu.adapters.dra_metrics import DraMetrics
+from deckhouse_gpu.adapters.metrics_server import serve_endpoints
+from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
+from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
+from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
+from deckhouse_gpu.domain.allocation.semantics import VERSIONS, Semantics
+from deckhouse_gpu.domain.allocation_audit import Violation
+from deckhouse_gpu.domain.allocation_config import sharing_strategy
+from deckhouse_gpu.domain.leader_lease import LeaseTimings
+from deckhouse_gpu.ports.clock import Clock, SystemClock
+from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Object
+from deckhouse_gpu.services.dra_controller import DraController, DraControllerSettings
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.leader_election import AlwaysLeader, LeaderElector
+
+COMPONENT = "gpu-dra-controller"
+LEASE_NAME = "gpu-dra-controller"
+VERSION_TTL_SECONDS = 300.0  # an upgrade to 1.35 is noticed within this
+log = logging.getLogger(COMPONENT)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    parser.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="in-cluster config if unset")
+    parser.add_argument("--namespace", default=env("POD_NAMESPACE", "d8-gpu"), help="namespace of the lease")
+    parser.add_argument("--listen-address", default="0.0.0.0:8080", help="/metrics, /healthz, /readyz")
+    parser.add_argument("--webhook-address", default="0.0.0.0:9443", help="the admission webhook (HTTPS)")
+    parser.add_argument("--tls-cert-file", default="/etc/gpu-dra-controller/tls/tls.crt")
+    parser.add_argument("--tls-key-file", default="/etc/gpu-dra-controller/tls/tls.key")
+    parser.add_argument("--no-webhook", action="store_true", help="do not serve the admission webhook")
+    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--k8s-version",
+        choices=("auto", *VERSIONS),
+        default="auto",
+        help="allocator semantics (auto: the API server's)",
+    )
+    parser.add_argument("--log-level", default=env("LOG_LEVEL", "info"))
+
+
+class ServerSemantics:
+    """The allocator semantics of the API server's version, read again every few minutes."""
+
+    def __init__(self, api: KubeAPI, pinned: str | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.api = api
+        self.pinned = pinned
+        self.clock = clock
+        self._cached: tuple[float, Semantics] | None = None
+
+    def __call__(self) -> Semantics:
+        if self.pinned:
+            return Semantics(self.pinned)
+        now = self.clock()
+        if self._cached is None or now - self._cached[0] > VERSION_TTL_SECONDS:
+            try:
+                minor = self.api.server_version()[1]
+                version = "1.34" if minor <= 34 else "1.35"
+            except KubeError as error:
+                log.warning("server version unknown; assuming 1.35", extra={"error": str(error)})
+                version = "1.35"
+            self._cached = (now, Semantics(version))
+        return self._cached[1]
+
+
+def matcher_for(semantics: Semantics) -> SelectorMatcher:
+    return CelMatcher(consumable_capacity=semantics.consumable)
+
+
+@dataclass
+class RunningDraController:
+    controller: DraController
+    leadership: LeaderElector | AlwaysLeader
+    metrics: DraMetrics
+    elector_thread: threading.Thread | None
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        self.controller.join_workers(timeout)
+        if self.elector_thread is not None:
+            self.elector_thread.join(timeout)
+        if isinstance(self.leadership, LeaderElector):
+            self.leadership.release()
+
+
+def start_dra_controller(
+    api: KubeAPI,
+    stop: threading.Event,
+    namespace: str = "d8-gpu",
+    leader_elect: bool = True,
+    pinned_version: str | None = None,
+    settings: DraControllerSettings | None = None,
+    clock: Clock | None = None,
+    lease_timings: LeaseTimings | None = None,
+) -> RunningDraController:
+    clock = clock or SystemClock()
+    identity = os.environ.get("POD_NAME") or socket.gethostname()
+    events = EventRecorder(api, COMPONENT, identity, clock)
+    elector: LeaderElector | None = None
+
+    def on_change(leading: bool) -> None:
+        controller.on_leadership(leading)
+
+    if leader_elect:
+        elector = LeaderElector(
+            api, identity, namespace, clock, name=LEASE_NAME, timings=lease_timings, on_change=on_change
+        )
+    leadership = elector or AlwaysLeader()
+
+    def exported_claims() -> list[Object] | None:
+        return controller.claims.items() if controller.synced() and leadership.is_leader() else None
+
+    def violations() -> list[Violation] | None:
+        ready = controller.report.at is not None and leadership.is_leader()
+        return controller.report.violations if ready else None
+
+    metrics = DraMetrics(exported_claims, violations, leadership.is_leader, clock)
+    controller = DraController(
+        api,
+        settings or DraControllerSettings(),
+        leadership,
+        events,
+        ServerSemantics(api, pinned_version),
+        matcher_for,
+        sharing_strategy,
+        metrics,
+    )
+    controller.start(stop)
+    thread = None
+    if elector is not None:
+        thread = threading.Thread(target=elector.run, args=(stop,), name=f"{COMPONENT}-lease", daemon=True)
+        thread.start()
+    if not leader_elect:
+        controller.enqueue_all_when_synced(stop)
+    log.info("started", extra={"identity": identity, "namespace": namespace, "leaderElect": leader_elect})
+    return RunningDraController(controller, leadership, metrics, thread)
+
+
+def run_in_cluster(args: argparse.Namespace) -> int:
+    json_logging.configure(COMPONENT, args.log_level)
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
+    from deckhouse_gpu.adapters.kube_client import load_kube  # noqa: PLC0415 - --help needs no client
+
+    api = load_kube(args.kubeconfig)
+    stop = threading.Event()
+    stop_on_signals(stop)
+    pinned = None if args.k8s_version == "auto" else args.k8s_version
+    running = start_dra_controller(api, stop, args.namespace, args.leader_elect, pinned)
+    controller = running.controller
+    server = serve_endpoints(
+        listen_address(args.listen_address), running.metrics.registry, controller.health, controller.readiness
+    )
+    webhook = None
+    if not args.no_webhook:
+        from deckhouse_gpu.adapters.admission_server import serve_admission  # noqa: PLC0415
+        from deckhouse_gpu.services.config_admission import review  # noqa: PLC0415
+
+        webhook = serve_admission(
+            listen_address(args.webhook_address), args.tls_cert_file, args.tls_key_file, review
+        )
+    stop.wait()
+    running.shutdown()
+    server.shutdown()
+    if webhook is not None:
+        webhook.shutdown()
+    log.info("stopped")
+    return 0

@@ -1,0 +1,320 @@
+"""gpu-dra-controller's loop: caches of claims, pods, slices, classes and nodes; allocation of the
+claims the scheduler never allocates; the audit of every allocation; the numbers the metrics read.
+
+Work keys are ``pod:<ns>/<name>``, ``claim:<ns>/<name>`` and ``audit``. Workers act only while this
+replica leads (Lease gpu-dra-controller); every replica keeps warm caches so a new leader starts at
+once. A failed or unschedulable allocation is retried with a growing delay, as the scheduler
+retries an unschedulable pod.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
+from deckhouse_gpu.domain.allocation.model import build_inventory
+from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.domain.allocation_audit import StrategyOf, Violation, audit
+from deckhouse_gpu.domain.node_bound_claims import ClaimRef, allocated, bound_node, marked_node, pod_claims
+from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS
+from deckhouse_gpu.ports.kube import NODES, RESOURCE_CLAIMS, RESOURCE_SLICES, KubeAPI, Object
+from deckhouse_gpu.services.claim_allocation import (
+    ALLOCATED,
+    FAILED,
+    NOTHING,
+    UNSCHEDULABLE,
+    WAITING,
+    ClaimAllocation,
+)
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.informer import Informer
+from deckhouse_gpu.services.work_queue import WorkQueue
+
+log = logging.getLogger(__name__)
+AUDIT = "audit"
+
+
+@dataclass(frozen=True)
+class DraControllerSettings:
+    workers: int = 2
+    debounce_seconds: float = 0.1
+    audit_debounce_seconds: float = 2.0
+    audit_interval_seconds: float = 60.0
+    backoff_initial_seconds: float = 1.0
+    backoff_max_seconds: float = 60.0
+    watch_timeout_seconds: int = 300
+    unhealthy_after_seconds: float = 300.0
+
+
+class Leadership(Protocol):
+    def is_leader(self) -> bool: ...
+
+
+class AllocationObserver(Protocol):
+    def observe_attempt(self, result: str) -> None: ...
+    def observe_allocated(self, claim: Object) -> None: ...
+
+
+def _node_labels(node: Object) -> Object:
+    meta = node.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "labels", "resourceVersion") if k in meta}}
+
+
+@dataclass
+class AuditReport:
+    violations: list[Violation] = field(default_factory=list)
+    at: float | None = None
+
+
+class DraController:
+    def __init__(
+        self,
+        api: KubeAPI,
+        settings: DraControllerSettings,
+        leadership: Leadership,
+        events: EventRecorder,
+        semantics: Callable[[], Semantics],
+        matcher: Callable[[Semantics], SelectorMatcher],
+        strategy_of: StrategyOf,
+        observer: AllocationObserver | None = None,
+    ) -> None:
+        self.settings = settings
+        self.leadership = leadership
+        self.events = events
+        self.semantics = semantics
+        self.strategy_of = strategy_of
+        self.observer = observer
+        self.queue = WorkQueue(time.monotonic, settings.backoff_initial_seconds, settings.backoff_max_seconds)
+        timeout = settings.watch_timeout_seconds
+        self.claims = Informer(api, RESOURCE_CLAIMS, self._on_claim, watch_timeout_seconds=timeout)
+        self.pods = Informer(api, PODS, self._on_pod, watch_timeout_seconds=timeout)
+        self.slices = Informer(api, RESOURCE_SLICES, self._on_slice, watch_timeout_seconds=timeout)
+        self.classes = Informer(api, DEVICE_CLASSES, self._on_class, watch_timeout_seconds=timeout)
+        self.nodes = Informer(
+            api, NODES, lambda _o, _n: None, transform=_node_labels, watch_timeout_seconds=timeout
+        )
+        self.allocation = ClaimAllocation(
+            api, self, semantics, matcher, events, on_allocated=self._allocated_by_us
+        )
+        self.report = AuditReport()
+        self._reported: set[tuple[str, tuple[str, ...], str]] = set()
+        self._threads: list[threading.Thread] = []
+
+    # -- caches (the ClaimAllocation's view) -------------------------------------------------
+
+    def informers(self) -> tuple[Informer, ...]:
+        return (self.claims, self.pods, self.slices, self.classes, self.nodes)
+
+    def claim(self, ref: ClaimRef) -> Object | None:
+        return self.claims.get(ref.name, ref.namespace)
+
+    def node(self, name: str) -> Object | None:
+        return self.nodes.get(name)
+
+    def slices_list(self) -> list[Object]:
+        return self.slices.items()
+
+    def classes_list(self) -> list[Object]:
+        return self.classes.items()
+
+    def claims_list(self) -> list[Object]:
+        return self.claims.items()
+
+    def synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers())
+
+    def idle(self) -> bool:
+        return self.synced() and self.queue.idle()
+
+    def health(self) -> tuple[bool, str]:
+        dead = [t.name for t in self._threads if not t.is_alive()]
+        if dead:
+            return False, f"threads stopped: {', '.join(dead)}"
+        now = time.monotonic()
+        for informer in self.informers():
+            failing = informer.failing_for(now)
+            if failing >= self.settings.unhealthy_after_seconds:
+                return False, f"{informer.resource.plural} list/watch failing for {failing:.0f} s"
+        return True, "ok"
+
+    def readiness(self) -> tuple[bool, str]:
+        return (True, "caches synced") if self.synced() else (False, "caches not synced yet")
+
+    # -- events -------------------------------------------------------------------------------
+
+    def on_leadership(self, leading: bool) -> None:
+        if leading:
+            self.enqueue_all()
+
+    def enqueue_all_when_synced(self, stop: threading.Event) -> None:
+        """Without leader election nothing announces leadership: queue everything once synced."""
+
+        def wait() -> None:
+            while not stop.is_set() and not self.synced():
+                stop.wait(0.05)
+            self.enqueue_all()
+
+        threading.Thread(target=wait, name="gpu-dra-controller-initial", daemon=True).start()
+
+    def enqueue_all(self) -> None:
+        for pod in self.pods.items():
+            self._on_pod(None, pod)
+        for claim in self.claims.items():
+            self._on_claim(None, claim)
+        self.queue.add(AUDIT)
+
+    def _on_pod(self, old: Object | None, new: Object | None) -> None:
+        if new is None or bound_node(new) is None:
+            return
+        refs, pending = pod_claims(new)
+        known = [self.claim(r) for r in refs]
+        if pending or any(c is None or not allocated(c) for c in known):
+            meta = new["metadata"]
+            self.queue.add(f"pod:{meta.get('namespace')}/{meta.get('name')}", self.settings.debounce_seconds)
+
+    def _on_claim(self, old: Object | None, new: Object | None) -> None:
+        if new is not None and not allocated(new):
+            meta = new["metadata"]
+            if marked_node(new):
+                self.queue.add(
+                    f"claim:{meta.get('namespace')}/{meta.get('name')}", self.settings.debounce_seconds
+                )
+            for owner in meta.get("ownerReferences") or ():
+                if owner.get("kind") == "Pod":  # a template's claim appeared: its pod may be waiting
+                    self.queue.add(
+                        f"pod:{meta.get('namespace')}/{owner.get('name')}", self.settings.debounce_seconds
+                    )
+        # Seen unallocated first: the time from creation to allocation is measurable. Allocations
+        # by this controller are observed when written, so they are not counted twice.
+        newly = new is not None and old is not None and allocated(new) and not allocated(old)
+        if newly and new is not None and self.observer is not None and not self.allocation.assumed(new):
+            self.observer.observe_allocated(new)
+        self.queue.add(AUDIT, self.settings.audit_debounce_seconds)
+
+    def _on_slice(self, old: Object | None, new: Object | None) -> None:
+        self.allocation.slices_changed()
+        self.queue.add(AUDIT, self.settings.audit_debounce_seconds)
+
+    def _on_class(self, old: Object | None, new: Object | None) -> None:
+        self.allocation.slices_changed()
+
+    def _allocated_by_us(self, claim: Object) -> None:
+        if self.observer is not None:
+            self.observer.observe_allocated(claim)
+
+    # -- work ---------------------------------------------------------------------------------
+
+    def start(self, stop: threading.Event) -> None:
+        targets: list[tuple[str, Callable[[threading.Event], None]]] = [
+            (f"informer-{i.resource.plural}", i.run) for i in self.informers()
+        ]
+        targets += [("audit-timer", self._audit_timer)]
+        targets += [(f"worker-{n}", self._work) for n in range(self.settings.workers)]
+        for name, target in targets:
+            thread = threading.Thread(
+                target=target, args=(stop,), name=f"gpu-dra-controller-{name}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        threading.Thread(
+            target=self._close_on, args=(stop,), name="gpu-dra-controller-closer", daemon=True
+        ).start()
+
+    def join_workers(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            if "worker" in thread.name:
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _close_on(self, stop: threading.Event) -> None:
+        stop.wait()
+        self.queue.close()
+
+    def _audit_timer(self, stop: threading.Event) -> None:
+        while not stop.wait(self.settings.audit_interval_seconds):
+            self.queue.add(AUDIT)
+
+    def _work(self, stop: threading.Event) -> None:
+        while not stop.is_set() and not self.synced():
+            stop.wait(0.05)
+        while (key := self.queue.get()) is not None:
+            try:
+                if self.leadership.is_leader():
+                    self._handle(key)
+            except Exception:  # a bug in one key must not stop the worker
+                log.exception("work item crashed", extra={"key": key})
+                self.queue.retry(key)
+            finally:
+                self.queue.done(key)
+
+    def _handle(self, key: str) -> None:
+        if key == AUDIT:
+            self.run_audit()
+            return
+        kind, _, ref_text = key.partition(":")
+        namespace, _, name = ref_text.partition("/")
+        if kind == "pod":
+            pod = self.pods.get(name, namespace)
+            node = bound_node(pod) if pod is not None else None
+            if pod is None or node is None:
+                self.queue.forget(key)
+                return
+            refs, pending = pod_claims(pod)
+            attempt = self.allocation.allocate(refs, node, pod)
+            if pending and attempt.result in (ALLOCATED, NOTHING):
+                attempt = type(attempt)(WAITING, f"claims of {', '.join(pending)} not created yet")
+        else:
+            claim = self.claims.get(name, namespace)
+            node = marked_node(claim) if claim is not None else None
+            if claim is None or node is None or allocated(claim):
+                self.queue.forget(key)
+                return
+            attempt = self.allocation.allocate([ClaimRef(namespace, name)], node, None)
+        if self.observer is not None and attempt.result != NOTHING:
+            self.observer.observe_attempt(attempt.result)
+        if attempt.result in (UNSCHEDULABLE, FAILED, WAITING):
+            delay = self.queue.retry(key)
+            log.info(
+                "allocation retried",
+                extra={
+                    "key": key,
+                    "result": attempt.result,
+                    "reason": attempt.message,
+                    "retrySeconds": delay,
+                },
+            )
+        else:
+            self.queue.forget(key)
+
+    # -- audit --------------------------------------------------------------------------------
+
+    def run_audit(self) -> list[Violation]:
+        inventory = build_inventory(self.slices.items())
+        found = audit(inventory, self.claims.items(), self.strategy_of)
+        self.report = AuditReport(found, time.time())
+        current = {(v.kind, v.claims, v.subject) for v in found}
+        for violation in found:
+            key = (violation.kind, violation.claims, violation.subject)
+            if key in self._reported:
+                continue  # one event per violation, not one per audit pass
+            log.error(
+                "allocation invariant violated",
+                extra={
+                    "kind": violation.kind,
+                    "claims": list(violation.claims),
+                    "node": violation.node,
+                    "reason": violation.message,
+                },
+            )
+            for ref in violation.claims:
+                namespace, _, name = ref.partition("/")
+                claim = self.claims.get(name, namespace)
+                if claim is not None:
+                    self.events.record(dict(claim), "Warning", violation.kind, violation.message[:1024])
+        self._reported = current
+        return found
