@@ -9,6 +9,7 @@ changed the claim, so it is read again and retried, never overwritten.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -73,6 +74,10 @@ class ClaimAllocation:
         self.on_allocated = on_allocated or (lambda _: None)
         self._assumed: dict[str, Object] = {}
         self._inventory: Inventory | None = None
+        # One allocation at a time, from reading the state to writing the claims, as the
+        # scheduler's single scheduling loop does: two workers deciding at once would both see
+        # a device free.
+        self._lock = threading.Lock()
 
     def assumed(self, claim: Object) -> bool:
         """Written by this controller and not yet seen in the cache."""
@@ -99,6 +104,10 @@ class ClaimAllocation:
 
     def allocate(self, refs: list[ClaimRef], node: str, pod: Object | None) -> Attempt:
         """Allocates the unallocated claims among ``refs`` together on ``node``."""
+        with self._lock:
+            return self._allocate(refs, node, pod)
+
+    def _allocate(self, refs: list[ClaimRef], node: str, pod: Object | None) -> Attempt:
         claims = []
         for ref in refs:
             claim = self._assumed.get(str(ref)) or self.caches.claim(ref)
