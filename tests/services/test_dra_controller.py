@@ -4,6 +4,7 @@ never allocates, optimistic writes, the audit and the metrics."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +30,8 @@ SETTINGS = DraControllerSettings(
     backoff_initial_seconds=0.05,
     backoff_max_seconds=0.2,
 )
-CLASSES = [c for c in yaml.safe_load_all(open("docs/examples/deviceclasses.yaml")) if c]
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+CLASSES = [c for c in yaml.safe_load_all((EXAMPLES / "deviceclasses.yaml").read_text()) if c]
 
 
 def claim(name: str, device_class: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
