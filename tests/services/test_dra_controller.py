@@ -4,8 +4,8 @@ never allocates, optimistic writes, the audit and the metrics."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
