@@ -1,4 +1,4 @@
-"""The DRA CEL engine (domain/dra_cel.py): the device variable, CEL semantics, the Kubernetes
+"""The DRA CEL engine (domain/dra_cel): the device variable, CEL semantics, the Kubernetes
 quantity and semver libraries, compile-time and runtime errors, the cache and the limits."""
 
 from __future__ import annotations
@@ -418,7 +418,7 @@ def test_compile_is_cached_per_expression_text() -> None:
 
 
 def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dra_cel, "CACHE_SIZE", 2)
+    monkeypatch.setattr(dra_cel.engine, "CACHE_SIZE", 2)  # read where SelectorEngine looks
     engine = SelectorEngine()
     first = engine.compile("true")
     engine.compile("false")
