@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from benchmarks import cel_engines, handler, node_agent, prepare, slices
+from benchmarks import allocator, cel_engines, handler, node_agent, prepare, slices
 from benchmarks.common import build_host
 
 
@@ -18,6 +18,7 @@ def main() -> None:
         slices.run()
     prepare.run()
     cel_engines.run()
+    allocator.run()
 
 
 if __name__ == "__main__":

@@ -83,3 +83,6 @@ def measure_process(
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=10)
+
+
+ROOT = Path(__file__).resolve().parents[1]

@@ -578,3 +578,22 @@ def test_a_selector_that_fails_to_evaluate_is_an_error_not_a_misfit() -> None:
     assert outcome.allocations is None
     assert outcome.error is not None
     assert outcome.error.startswith("CEL selector failed: ")
+
+
+def test_the_inventory_builder_parses_only_changed_slices() -> None:
+    from deckhouse_gpu.domain.allocation.model import InventoryBuilder  # noqa: PLC0415
+
+    first = resource_slice("a", gpus("x"))
+    second = resource_slice("b", gpus("y"))
+    first["metadata"]["resourceVersion"] = "1"
+    second["metadata"]["resourceVersion"] = "1"
+    builder = InventoryBuilder()
+    before = builder.build([first, second])
+    second["metadata"]["resourceVersion"] = "2"
+    second["spec"]["devices"][0]["name"] = "z"
+    after = builder.build([first, second])
+    assert after.slices[0] is before.slices[0]  # unchanged: the same parsed slice, warm caches
+    assert [d.name for d in after.slices[1].devices] == ["z"]
+    assert [s.name for s in builder.build([second]).slices] == ["b"]
+    unversioned = resource_slice("c", gpus("w"))
+    assert builder.build([unversioned]).slices[0] is not builder.build([unversioned]).slices[0]

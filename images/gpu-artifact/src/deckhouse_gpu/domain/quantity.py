@@ -10,6 +10,7 @@ number. The DRA allocator and its CEL library use it for counters, capacities an
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -37,6 +38,12 @@ class Quantity:
 
     @classmethod
     def parse(cls, text: str) -> Quantity:
+        # A cluster's slices repeat a few hundred distinct amounts over and over (every MIG
+        # placement of every card); quantities are never changed, so one parse serves them all.
+        return _parse(text) if cls is Quantity else cls._parse_text(text)
+
+    @classmethod
+    def _parse_text(cls, text: str) -> Quantity:
         match = _QUANTITY.fullmatch(text)
         if match is None:
             raise QuantityError(f"{text!r} is not a Kubernetes quantity")
@@ -103,6 +110,11 @@ class Quantity:
 
     def __repr__(self) -> str:
         return f"Quantity({self.text!r})"
+
+
+@functools.lru_cache(maxsize=16384)
+def _parse(text: str) -> Quantity:
+    return Quantity._parse_text(text)
 
 
 def canonical(value: Fraction, binary: bool = False) -> str:

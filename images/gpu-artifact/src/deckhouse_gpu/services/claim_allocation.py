@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
 from deckhouse_gpu.domain.allocation.claims import ClaimError, parse_claim, parse_classes
 from deckhouse_gpu.domain.allocation.explain import explain
-from deckhouse_gpu.domain.allocation.model import Inventory, build_inventory
+from deckhouse_gpu.domain.allocation.model import Inventory, InventoryBuilder
 from deckhouse_gpu.domain.allocation.node_match import Node
 from deckhouse_gpu.domain.allocation.search import Allocator
 from deckhouse_gpu.domain.allocation.semantics import Semantics
@@ -74,6 +74,7 @@ class ClaimAllocation:
         self.on_allocated = on_allocated or (lambda _: None)
         self._assumed: dict[str, Object] = {}
         self._inventory: Inventory | None = None
+        self._builder = InventoryBuilder()
         # One allocation at a time, from reading the state to writing the claims, as the
         # scheduler's single scheduling loop does: two workers deciding at once would both see
         # a device free.
@@ -119,7 +120,7 @@ class ClaimAllocation:
             return Attempt(NOTHING)
         semantics = self.semantics()
         if self._inventory is None:
-            self._inventory = build_inventory(self.caches.slices_list())
+            self._inventory = self._builder.build(self.caches.slices_list())
         try:
             classes = parse_classes(self.caches.classes_list())
             parsed = [parse_claim(claim, classes, semantics) for claim in claims]

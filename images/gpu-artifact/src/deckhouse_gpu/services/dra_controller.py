@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
-from deckhouse_gpu.domain.allocation.model import build_inventory
+from deckhouse_gpu.domain.allocation.model import InventoryBuilder
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.allocation_audit import StrategyOf, Violation, audit
 from deckhouse_gpu.domain.node_bound_claims import ClaimRef, allocated, bound_node, marked_node, pod_claims
@@ -102,6 +102,7 @@ class DraController:
             api, self, semantics, matcher, events, on_allocated=self._allocated_by_us
         )
         self.report = AuditReport()
+        self._audit_inventory = InventoryBuilder()
         self._reported: set[tuple[str, tuple[str, ...], str]] = set()
         self._threads: list[threading.Thread] = []
 
@@ -294,7 +295,7 @@ class DraController:
     # -- audit --------------------------------------------------------------------------------
 
     def run_audit(self) -> list[Violation]:
-        inventory = build_inventory(self.slices.items())
+        inventory = self._audit_inventory.build(self.slices.items())
         found = audit(inventory, self.claims.items(), self.strategy_of)
         self.report = AuditReport(found, time.time())
         current = {(v.kind, v.claims, v.subject) for v in found}

@@ -242,14 +242,42 @@ def parse_slice(item: Object) -> Slice:
 
 
 def build_inventory(slices: Iterable[Object]) -> Inventory:
-    parsed: list[Slice] = []
-    problems: list[str] = []
-    for item in slices:
-        name = (item.get("metadata") or {}).get("name") if isinstance(item, Mapping) else None
-        try:
-            if not isinstance(item, Mapping):
-                raise SliceError("not an object")
-            parsed.append(parse_slice(item))
-        except SliceError as error:
-            problems.append(f"ResourceSlice {name or '?'} skipped: {error}")
-    return Inventory(parsed, problems)
+    return InventoryBuilder().build(slices)
+
+
+class InventoryBuilder:
+    """Builds inventories again and again, parsing only slices that changed since the last one.
+
+    A slice is known by its name and resourceVersion, so a cluster of thousands of slices where
+    one node republished costs that node's slices, and the devices of the others keep their
+    cached selector results. Slices without a resourceVersion (files) are always parsed.
+    """
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[str, str], Slice] = {}
+
+    def build(self, slices: Iterable[Object]) -> Inventory:
+        parsed: list[Slice] = []
+        problems: list[str] = []
+        kept: dict[tuple[str, str], Slice] = {}
+        for item in slices:
+            meta = (item.get("metadata") or {}) if isinstance(item, Mapping) else {}
+            name, version = meta.get("name"), meta.get("resourceVersion")
+            key = (str(name), str(version)) if version else None
+            known = self._parsed.get(key) if key else None
+            if known is not None and key is not None:
+                parsed.append(known)
+                kept[key] = known
+                continue
+            try:
+                if not isinstance(item, Mapping):
+                    raise SliceError("not an object")
+                fresh = parse_slice(item)
+            except SliceError as error:
+                problems.append(f"ResourceSlice {name or '?'} skipped: {error}")
+                continue
+            parsed.append(fresh)
+            if key is not None:
+                kept[key] = fresh
+        self._parsed = kept
+        return Inventory(parsed, problems)

@@ -1,0 +1,147 @@
+"""The structured allocator on a cluster snapshot: 500 nodes with 8 H100 cards each.
+
+All offers are published (1.35 layout: per card a Physical offer and 25 MIG offers on counters;
+on sharing nodes one shared offer per card instead). Claims of one device are placed one by one:
+nodes are tried in turn from a rotating start, as the scheduler's filter does, and the first node
+that fits wins; every allocation is committed before the next claim. Figures: claims per second,
+latency per claim (p50/p95), nodes tried per claim, with 0 %, 50 % and 90 % of the cards already
+taken. The kube-scheduler manages about 100 pods/s on 500 nodes without partitionable devices.
+Selector results are cached per device, as in the long-running controller, so the class's selector
+is first evaluated once on every device (reported on its own) and the rows show warm allocation.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from typing import Any
+
+from tests.support.gpu_objects import node_cards
+
+from benchmarks.common import line
+from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
+from deckhouse_gpu.domain.allocation.checks import selectors_match
+from deckhouse_gpu.domain.allocation.claims import parse_claim, parse_classes
+from deckhouse_gpu.domain.allocation.model import Inventory, build_inventory
+from deckhouse_gpu.domain.allocation.node_match import Node
+from deckhouse_gpu.domain.allocation.search import Allocator
+from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.domain.allocation.state import AllocatedState
+from deckhouse_gpu.domain.offers import physical_name
+from deckhouse_gpu.services.slice_preview import render_nodes
+
+NODES = 500
+CARDS = 8
+CLAIMS = 400
+DRIVER = "gpu.deckhouse.io"
+TOKEN = "nodetemplatex"
+CLASSES = {
+    "whole card": "gpu-h100-80gb",
+    "MIG 1g.10gb": "gpu-h100-80gb-mig-1g.10gb",
+    "shared 25 %": "gpu-h100-80gb-shared",
+}
+
+
+def cluster(sharing: bool) -> tuple[Inventory, list[str], list[str]]:
+    cards = node_cards(TOKEN, "h100-80gb", CARDS)
+    labels = {"gpu.deckhouse.io/sharing": "true"} if sharing else {}
+    template = json.dumps(render_nodes(cards, 35, labels, True, True))
+    nodes = [f"gpu-{index:03d}" for index in range(NODES)]
+    slices: list[dict[str, Any]] = []
+    for node in nodes:
+        slices += json.loads(template.replace(TOKEN, node))
+    addresses = [card["status"]["pciInfo"]["address"] for card in cards]
+    return build_inventory(slices), nodes, addresses
+
+
+def taken(fraction: float, nodes: list[str], addresses: list[str], sharing: bool) -> AllocatedState:
+    """Cards already in use, spread evenly over the cluster."""
+    state = AllocatedState()
+    index = 0
+    for node in nodes:
+        for address in addresses:
+            index += 1
+            if (index * 37) % 100 >= fraction * 100:
+                continue
+            key = (DRIVER, f"gpus/{node}", physical_name(address))
+            if sharing:
+                state.shares[key] = {"sharePercent": 100}  # type: ignore[dict-item]
+            else:
+                state.in_use.add(key)
+    return state
+
+
+def claim(device_class: str, share: bool) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": device_class}
+    if share:
+        exactly["capacity"] = {"requests": {"sharePercent": "25"}}
+    request = {"name": "gpu", "exactly": exactly}
+    return {"metadata": {"namespace": "bench", "name": "c"}, "spec": {"devices": {"requests": [request]}}}
+
+
+def place(
+    allocator: Allocator, claims: list[Any], nodes: list[str], state: AllocatedState
+) -> tuple[list[float], list[int]]:
+    latencies, tried = [], []
+    start = 0
+    for parsed in claims:
+        began = time.perf_counter()
+        for attempt in range(len(nodes)):
+            index = (start + attempt) % len(nodes)
+            outcome = allocator.allocate([parsed], Node(nodes[index]), state)
+            if outcome.allocations is not None:
+                for result in outcome.allocations[0]["devices"]["results"]:
+                    state.add_result(result, True)
+                start = (index + 1) % len(nodes)
+                tried.append(attempt + 1)
+                break
+        latencies.append((time.perf_counter() - began) * 1000)
+    return latencies, tried
+
+
+def run() -> None:
+    print(f"Allocator ({NODES} nodes x {CARDS} H100, 1.35 layout, {CLAIMS} claims of one device each)")
+    import yaml  # noqa: PLC0415
+
+    from benchmarks.common import ROOT  # noqa: PLC0415
+
+    classes = parse_classes(
+        [c for c in yaml.safe_load_all((ROOT / "docs/examples/deviceclasses.yaml").read_text()) if c]
+    )
+    semantics = Semantics("1.35")
+    for sharing in (False, True):
+        began = time.perf_counter()
+        inventory, nodes, addresses = cluster(sharing)
+        devices = sum(len(s.devices) for s in inventory.slices)
+        line(
+            f"{'sharing' if sharing else 'MIG'} cluster: slices parsed",
+            (time.perf_counter() - began),
+            f"s ({len(inventory.slices)} slices, {devices} devices)",
+            2,
+        )
+        for name, class_name in CLASSES.items():
+            if ("shared" in name) != sharing:
+                continue
+            parsed = [parse_claim(claim(class_name, sharing), classes, semantics) for _ in range(CLAIMS)]
+            matcher = CelMatcher()
+            alternative = parsed[0].requests[0].alternatives[0]
+            began = time.perf_counter()
+            for item in inventory.slices:
+                for device in item.devices:
+                    selectors_match(matcher, alternative, device)
+            line(f"{name}: class selector on every device (cold)", time.perf_counter() - began, "s", 2)
+            for fraction in (0.0, 0.5, 0.9):
+                allocator = Allocator(inventory, semantics, matcher)
+                state = taken(fraction, nodes, addresses, sharing)
+                began = time.perf_counter()
+                latencies, tried = place(allocator, parsed, nodes, state)
+                seconds = time.perf_counter() - began
+                ordered = sorted(latencies)
+                p95 = ordered[int(len(ordered) * 0.95) - 1]
+                mean_tried = statistics.mean(tried) if tried else 0.0
+                print(
+                    f"  {name:<12} {int(fraction * 100):>2} % taken: {len(latencies) / seconds:7.0f} claims/s"
+                    f"   p50 {statistics.median(ordered):6.2f} ms   p95 {p95:6.2f} ms"
+                    f"   nodes tried {mean_tried:4.1f}   placed {len(tried)}/{len(parsed)}"
+                )
