@@ -60,6 +60,7 @@ PREPARE_POINTS = {
     "step:short-circuit-completed": NOTHING,
     "step:roll-back-leftover": NOTHING,
     "step:plan": NOTHING,
+    "step:check-config": NOTHING,
     "step:invariant-guard": NOTHING,
     "step:mark-started": STARTED,
     "step:create-mig": ("PrepareStarted", 2, 2, True, False),

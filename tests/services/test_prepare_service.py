@@ -212,3 +212,44 @@ def test_a_lock_held_elsewhere_fails_every_claim_of_the_call_cleanly(world, monk
     results = service.prepare([ref(c) for c in claims])
     assert all("held by PID 42" in r.error for r in results.values())
     assert set(results) == {ref(c).uid for c in claims}
+
+
+def with_config(world, claim, parameters):
+    allocation = claim["status"]["allocation"]
+    allocation["devices"]["config"] = [
+        {"source": "FromClaim", "opaque": {"driver": "gpu.deckhouse.io", "parameters": parameters}}
+    ]
+    meta = claim["metadata"]
+    return world.api.patch(
+        RESOURCE_CLAIMS,
+        meta["name"],
+        {"status": {"allocation": allocation}},
+        subresource="status",
+        namespace=meta["namespace"],
+    )
+
+
+def test_an_invalid_opaque_config_fails_prepare_before_the_card_changes(world):
+    claim = allocate(world.api, "c1", "gpu-0000-17-00-0-mig-1g-6gb-0")
+    bad = {
+        "apiVersion": "gpu.deckhouse.io/v1alpha1",
+        "kind": "MIGConfig",
+        "sharing": {"strategy": "TimeSlicing"},
+    }
+    claim = with_config(world, claim, bad)
+    error = world.service().prepare([ref(claim)])[ref(claim).uid].error
+    assert error.startswith("device gpu-0000-17-00-0-mig-1g-6gb-0: allocation config[0]: sharing.strategy:")
+    assert not world.mig.mig_enabled(A30)
+    assert world.mig.instances(A30) == []
+    assert not world.checkpoint_path.exists() or checkpoint(world) == {}
+
+
+def test_a_valid_sharing_config_is_accepted_and_vfio_is_refused_for_now(world):
+    claim = allocate(world.api, "c1", "gpu-0000-17-00-0")
+    mps = {"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "GPUConfig", "sharing": {"strategy": "MPS"}}
+    claim = with_config(world, claim, mps)
+    assert world.service().prepare([ref(claim)])[ref(claim).uid].error == ""
+    other = allocate(world.api, "c2", "gpu-0000-31-00-0")
+    other = with_config(world, other, {"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "VFIOConfig"})
+    error = world.service().prepare([ref(other)])[ref(other).uid].error
+    assert "VFIOConfig asks for passthrough to a virtual machine" in error

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from deckhouse_gpu.domain.allocation_config import ConfigRefused, device_config
 from deckhouse_gpu.domain.checkpoint import Checkpoint, ClaimEntry, DevicePlan, MigRecord
+from deckhouse_gpu.domain.opaque_config import VFIOConfig
 from deckhouse_gpu.domain.prepare_guard import conflicts
 from deckhouse_gpu.domain.prepare_plan import PlanError, plan_claim
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
@@ -96,6 +98,41 @@ class Plan:
             ctx.plans = plan_claim(claim, ctx.pool, ctx.cards)
         except PlanError as error:
             raise PrepareError(str(error)) from error
+
+    def undo(self, ctx: PrepareContext) -> None:
+        pass
+
+
+class CheckConfig:
+    """Decodes the driver's opaque config of every device before anything on a card changes: a
+    config that slipped past the webhook (it may be skipped) fails here with the same message."""
+
+    name = "check-config"
+
+    def run(self, ctx: PrepareContext) -> None:
+        allocation = ((ctx.claim_object or {}).get("status") or {}).get("allocation") or {}
+        results = (allocation.get("devices") or {}).get("results") or []
+        for plan in ctx.plans:
+            result: dict[str, Any] = next(
+                (
+                    r
+                    for r in results
+                    if r.get("device") == plan.device
+                    and r.get("pool") == plan.pool
+                    and (r.get("shareID") or None) == plan.share_id
+                ),
+                {},
+            )
+            try:
+                config = device_config(result, allocation, plan.kind)
+            except ConfigRefused as error:
+                raise PrepareError(f"device {plan.device}: {error}") from error
+            if isinstance(config, VFIOConfig):
+                raise PrepareError(
+                    f"device {plan.device}: VFIOConfig asks for passthrough to a virtual machine, which "
+                    "this version of the module does not prepare yet; remove the VFIOConfig to use the "
+                    "card in a Pod"
+                )
 
     def undo(self, ctx: PrepareContext) -> None:
         pass
@@ -215,6 +252,7 @@ PREPARE_STEPS: tuple[Step, ...] = (
     ShortCircuit(),
     RollBackLeftover(),
     Plan(),
+    CheckConfig(),
     Guard(),
     MarkStarted(),
     CreateMig(),
