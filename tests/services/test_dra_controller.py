@@ -147,47 +147,35 @@ def test_a_conflicting_write_is_retried_not_overwritten(
     assert devices(kube, "c") == ["gpu-0000-10-00-0"]
 
 
+def whole_a30() -> dict[str, Any]:
+    """An allocation of w1's whole A30, as another allocator would write it."""
+    result = {"request": "gpu", "driver": "gpu.deckhouse.io", "pool": "gpus/w1", "device": "gpu-0000-10-00-0"}
+    return {"devices": {"results": [result]}}
+
+
+def allocate_by_hand(kube: MemoryKube, name: str, annotations: dict[str, str] | None = None) -> None:
+    kube.create(RESOURCE_CLAIMS, claim(name, "gpu-a30"))
+    kube.patch(
+        RESOURCE_CLAIMS, name, {"status": {"allocation": whole_a30()}}, subresource="status", namespace="ml"
+    )
+    if annotations:
+        kube.patch(RESOURCE_CLAIMS, name, {"metadata": {"annotations": annotations}}, namespace="ml")
+
+
 def test_an_allocated_claim_is_never_touched(kube: MemoryKube, running: RunningDraController) -> None:
-    done = claim("c", "gpu-a30", {ALLOCATE_ON_NODE: "w1"})
-    created = kube.create(RESOURCE_CLAIMS, done)
-    theirs = {
-        "devices": {
-            "results": [
-                {
-                    "request": "gpu",
-                    "driver": "gpu.deckhouse.io",
-                    "pool": "gpus/w1",
-                    "device": "gpu-0000-10-00-0",
-                }
-            ]
-        }
-    }
-    kube.patch(RESOURCE_CLAIMS, "c", {"status": {"allocation": theirs}}, subresource="status", namespace="ml")
-    del created
+    # Marked for the controller only after someone else allocated it: nothing is left to do.
+    allocate_by_hand(kube, "c", {ALLOCATE_ON_NODE: "w1"})
+    writes = kube.writes
     wait_for(running.controller.idle)
-    assert allocation(kube, "c") == theirs
+    assert allocation(kube, "c") == whole_a30()
+    assert kube.writes == writes  # no finalizer, no status, nothing
 
 
 def test_the_audit_reports_a_double_allocation_as_event_and_metric(
     kube: MemoryKube, running: RunningDraController
 ) -> None:
-    same = {
-        "devices": {
-            "results": [
-                {
-                    "request": "gpu",
-                    "driver": "gpu.deckhouse.io",
-                    "pool": "gpus/w1",
-                    "device": "gpu-0000-10-00-0",
-                }
-            ]
-        }
-    }
     for name in ("a", "b"):
-        kube.create(RESOURCE_CLAIMS, claim(name, "gpu-a30"))
-        kube.patch(
-            RESOURCE_CLAIMS, name, {"status": {"allocation": same}}, subresource="status", namespace="ml"
-        )
+        allocate_by_hand(kube, name)
     wait_for(
         lambda: [e for e in kube.list(EVENTS).items if e.get("reason") == "DoubleAllocation"], what="event"
     )

@@ -142,5 +142,7 @@ def test_stops_promptly(kube):
     wait_for(running.controller.idle)
     stop.set()
     running.shutdown(timeout=2)
-    assert not any(t.is_alive() for t in running.controller._threads if "worker" in t.name)
+    workers = running.controller.runtime.workers()
+    assert workers
+    assert not any(t.is_alive() for t in workers)
     assert kube.get(NODES, "w1")

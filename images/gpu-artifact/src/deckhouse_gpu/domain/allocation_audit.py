@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.model import Device, Inventory
+from deckhouse_gpu.domain.allocation.model import Device, Inventory, Slice
 from deckhouse_gpu.domain.quantity import Quantity, QuantityError
 
 DRIVER = "gpu.deckhouse.io"
@@ -81,18 +81,17 @@ def _node(device: Device) -> str:
     return device.selection.node_name or ""
 
 
-def _devices(inventory: Inventory) -> dict[tuple[str, str, str], Device]:
-    """The newest generation of every pool of our driver."""
+def _newest(inventory: Inventory) -> list[Slice]:
+    """The slices of the newest generation of every pool of our driver."""
     newest: dict[tuple[str, str], int] = {}
     for item in inventory.slices:
         key = (item.driver, item.pool)
         newest[key] = max(newest.get(key, item.generation), item.generation)
-    found = {}
-    for item in inventory.slices:
-        if item.driver == DRIVER and item.generation == newest[(item.driver, item.pool)]:
-            for device in item.devices:
-                found[device.key] = device
-    return found
+    return [s for s in inventory.slices if s.driver == DRIVER and s.generation == newest[(s.driver, s.pool)]]
+
+
+def _devices(inventory: Inventory) -> dict[tuple[str, str, str], Device]:
+    return {device.key: device for item in _newest(inventory) for device in item.devices}
 
 
 def audit(
@@ -180,16 +179,11 @@ def _capacity(device: Device, shares: list[Use], node: str) -> list[Violation]:
 
 def _limits(inventory: Inventory) -> dict[tuple[str, str], Mapping[str, Quantity]]:
     """Counter sets of the newest generation of each pool of our driver, by (pool, set)."""
-    newest: dict[tuple[str, str], int] = {}
-    for item in inventory.slices:
-        key = (item.driver, item.pool)
-        newest[key] = max(newest.get(key, item.generation), item.generation)
-    limits = {}
-    for item in inventory.slices:
-        if item.driver == DRIVER and item.generation == newest[(item.driver, item.pool)]:
-            for name, counters in item.counter_sets:
-                limits[(f"{item.driver}/{item.pool}", name)] = counters
-    return limits
+    return {
+        (f"{item.driver}/{item.pool}", name): counters
+        for item in _newest(inventory)
+        for name, counters in item.counter_sets
+    }
 
 
 def _counters(

@@ -31,6 +31,7 @@ from deckhouse_gpu.services.claim_allocation import (
     WAITING,
     ClaimAllocation,
 )
+from deckhouse_gpu.services.controller_runtime import ControllerRuntime
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.informer import Informer
 from deckhouse_gpu.services.work_queue import WorkQueue
@@ -104,7 +105,9 @@ class DraController:
         self.report = AuditReport()
         self._audit_inventory = InventoryBuilder()
         self._reported: set[tuple[str, tuple[str, ...], str]] = set()
-        self._threads: list[threading.Thread] = []
+        self.runtime = ControllerRuntime(
+            "gpu-dra-controller", self.queue, self.informers(), settings.unhealthy_after_seconds
+        )
 
     # -- caches (the ClaimAllocation's view) -------------------------------------------------
 
@@ -127,24 +130,16 @@ class DraController:
         return self.claims.items()
 
     def synced(self) -> bool:
-        return all(i.synced.is_set() for i in self.informers())
+        return self.runtime.synced()
 
     def idle(self) -> bool:
-        return self.synced() and self.queue.idle()
+        return self.runtime.idle()
 
     def health(self) -> tuple[bool, str]:
-        dead = [t.name for t in self._threads if not t.is_alive()]
-        if dead:
-            return False, f"threads stopped: {', '.join(dead)}"
-        now = time.monotonic()
-        for informer in self.informers():
-            failing = informer.failing_for(now)
-            if failing >= self.settings.unhealthy_after_seconds:
-                return False, f"{informer.resource.plural} list/watch failing for {failing:.0f} s"
-        return True, "ok"
+        return self.runtime.health()
 
     def readiness(self) -> tuple[bool, str]:
-        return (True, "caches synced") if self.synced() else (False, "caches not synced yet")
+        return self.runtime.readiness()
 
     # -- events -------------------------------------------------------------------------------
 
@@ -211,38 +206,17 @@ class DraController:
     # -- work ---------------------------------------------------------------------------------
 
     def start(self, stop: threading.Event) -> None:
-        targets: list[tuple[str, Callable[[threading.Event], None]]] = [
-            (f"informer-{i.resource.plural}", i.run) for i in self.informers()
-        ]
-        targets += [("audit-timer", self._audit_timer)]
-        targets += [(f"worker-{n}", self._work) for n in range(self.settings.workers)]
-        for name, target in targets:
-            thread = threading.Thread(
-                target=target, args=(stop,), name=f"gpu-dra-controller-{name}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
-        threading.Thread(
-            target=self._close_on, args=(stop,), name="gpu-dra-controller-closer", daemon=True
-        ).start()
+        self.runtime.start(stop, self._work, self.settings.workers, [("audit-timer", self._audit_timer)])
 
     def join_workers(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            if "worker" in thread.name:
-                thread.join(max(0.0, deadline - time.monotonic()))
-
-    def _close_on(self, stop: threading.Event) -> None:
-        stop.wait()
-        self.queue.close()
+        self.runtime.join_workers(timeout)
 
     def _audit_timer(self, stop: threading.Event) -> None:
         while not stop.wait(self.settings.audit_interval_seconds):
             self.queue.add(AUDIT)
 
     def _work(self, stop: threading.Event) -> None:
-        while not stop.is_set() and not self.synced():
-            stop.wait(0.05)
+        self.runtime.wait_synced(stop)
         while (key := self.queue.get()) is not None:
             try:
                 if self.leadership.is_leader():

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,6 +22,7 @@ from deckhouse_gpu.domain.physicalgpu import DRIVER_READY
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, Object
+from deckhouse_gpu.services.controller_runtime import ControllerRuntime
 from deckhouse_gpu.services.driver_ready_reconciler import ERROR, DriverReadyReconciler
 from deckhouse_gpu.services.driver_ready_writer import DriverReadyWriter
 from deckhouse_gpu.services.events import EventRecorder
@@ -93,29 +93,24 @@ class GpuController:
         )
         writer = DriverReadyWriter(api, leadership.is_leader)
         self.reconciler = DriverReadyReconciler(self.cards, self.pods, self.nodes, writer, events, clock)
-        self._threads: list[threading.Thread] = []
+        self.runtime = ControllerRuntime(
+            "gpu-controller",
+            self.queue,
+            (self.cards, self.pods, self.nodes),
+            settings.unhealthy_after_seconds,
+        )
 
     def synced(self) -> bool:
-        return all(i.synced.is_set() for i in (self.cards, self.pods, self.nodes))
+        return self.runtime.synced()
 
     def idle(self) -> bool:
-        """Caches filled and no node queued or in a pass: what tests and the simulator wait for."""
-        return self.synced() and self.queue.idle()
+        return self.runtime.idle()
 
     def health(self) -> tuple[bool, str]:
-        """Unhealthy when a worker died or a watch has failed for long: a restart may help."""
-        dead = [t.name for t in self._threads if not t.is_alive()]
-        if dead:
-            return False, f"threads stopped: {', '.join(dead)}"
-        now = time.monotonic()
-        for informer in (self.cards, self.pods, self.nodes):
-            failing = informer.failing_for(now)
-            if failing >= self.settings.unhealthy_after_seconds:
-                return False, f"{informer.resource.plural} list/watch failing for {failing:.0f} s"
-        return True, "ok"
+        return self.runtime.health()
 
     def readiness(self) -> tuple[bool, str]:
-        return (True, "caches synced") if self.synced() else (False, "caches not synced yet")
+        return self.runtime.readiness()
 
     def on_leadership(self, leading: bool) -> None:
         if leading:
@@ -126,31 +121,10 @@ class GpuController:
             self.queue.add(node)
 
     def start(self, stop: threading.Event) -> None:
-        targets: list[tuple[str, Callable[[threading.Event], None]]] = [
-            ("informer-physicalgpus", self.cards.run),
-            ("informer-pods", self.pods.run),
-            ("informer-nodes", self.nodes.run),
-            ("resync", self._resync),
-        ]
-        targets += [(f"worker-{n}", self._work) for n in range(self.settings.workers)]
-        for name, target in targets:
-            thread = threading.Thread(target=target, args=(stop,), name=f"gpu-controller-{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        # The watch threads end at their next event or watch timeout; only workers are joined.
-        threading.Thread(
-            target=self._close_on, args=(stop,), name="gpu-controller-closer", daemon=True
-        ).start()
+        self.runtime.start(stop, self._work, self.settings.workers, [("resync", self._resync)])
 
     def join_workers(self, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            if thread.name.startswith("gpu-controller-worker"):
-                thread.join(max(0.0, deadline - time.monotonic()))
-
-    def _close_on(self, stop: threading.Event) -> None:
-        stop.wait()
-        self.queue.close()
+        self.runtime.join_workers(timeout)
 
     def _enqueue(self, *nodes: str | None) -> None:
         for node in {n for n in nodes if n}:
@@ -172,8 +146,7 @@ class GpuController:
             self.enqueue_all()
 
     def _work(self, stop: threading.Event) -> None:
-        while not stop.is_set() and not self.synced():
-            stop.wait(0.05)  # until the first lists: an empty pod cache would read as "no validator"
+        self.runtime.wait_synced(stop)  # an empty pod cache would read as "no validator"
         while (node := self.queue.get()) is not None:
             try:
                 if self.leadership.is_leader():
