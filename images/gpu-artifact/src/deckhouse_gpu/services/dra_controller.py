@@ -61,6 +61,19 @@ class AllocationObserver(Protocol):
     def observe_allocated(self, claim: Object) -> None: ...
 
 
+def _pod_claims_view(pod: Object) -> Object:
+    """Pods are many and big; the cache keeps only what allocation and events need."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    kept = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {k: meta[k] for k in kept if k in meta},
+        "spec": {k: spec[k] for k in ("nodeName", "resourceClaims") if k in spec},
+        "status": {k: status[k] for k in ("phase", "resourceClaimStatuses") if k in status},
+    }
+
+
 def _node_labels(node: Object) -> Object:
     meta = node.get("metadata") or {}
     return {"metadata": {k: meta[k] for k in ("name", "labels", "resourceVersion") if k in meta}}
@@ -93,7 +106,9 @@ class DraController:
         self.queue = WorkQueue(time.monotonic, settings.backoff_initial_seconds, settings.backoff_max_seconds)
         timeout = settings.watch_timeout_seconds
         self.claims = Informer(api, RESOURCE_CLAIMS, self._on_claim, watch_timeout_seconds=timeout)
-        self.pods = Informer(api, PODS, self._on_pod, watch_timeout_seconds=timeout)
+        self.pods = Informer(
+            api, PODS, self._on_pod, transform=_pod_claims_view, watch_timeout_seconds=timeout
+        )
         self.slices = Informer(api, RESOURCE_SLICES, self._on_slice, watch_timeout_seconds=timeout)
         self.classes = Informer(api, DEVICE_CLASSES, self._on_class, watch_timeout_seconds=timeout)
         self.nodes = Informer(
