@@ -21,6 +21,7 @@ import prometheus_client
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
 from deckhouse_gpu.adapters.metrics_server import serve_endpoints
+from deckhouse_gpu.cmd.election import Election
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.domain.label_selector import parse_selector
 from deckhouse_gpu.domain.leader_lease import LeaseTimings
@@ -28,7 +29,6 @@ from deckhouse_gpu.ports.clock import Clock, SystemClock
 from deckhouse_gpu.ports.kube import KubeAPI, Object
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.gpu_controller import ControllerSettings, GpuController
-from deckhouse_gpu.services.leader_election import AlwaysLeader, LeaderElector
 
 COMPONENT = "gpu-controller"
 LEASE_NAME = "gpu-controller"
@@ -52,20 +52,16 @@ class RunningController:
     """A started controller: what the simulator and the tests hold on to."""
 
     controller: GpuController
-    leadership: LeaderElector | AlwaysLeader
+    election: Election
     metrics: ControllerMetrics
-    elector_thread: threading.Thread | None
 
     def is_leader(self) -> bool:
-        return self.leadership.is_leader()
+        return self.election.is_leader()
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """After ``stop`` is set: lets the workers finish, then frees the lease for a follower."""
         self.controller.join_workers(timeout)
-        if self.elector_thread is not None:
-            self.elector_thread.join(timeout)
-        if isinstance(self.leadership, LeaderElector):
-            self.leadership.release()
+        self.election.end(timeout)
 
 
 def start_controller(
@@ -75,22 +71,21 @@ def start_controller(
     options = options or ControllerOptions()
     clock = clock or SystemClock()
     events = EventRecorder(api, COMPONENT, options.identity, clock)
-    elector: LeaderElector | None = None
 
     def on_change(leading: bool) -> None:
         controller.on_leadership(leading)  # looked up when called: the controller needs the elector first
 
-    if options.leader_elect:
-        elector = LeaderElector(
-            api,
-            options.identity,
-            options.settings.namespace,
-            clock,
-            name=LEASE_NAME,
-            timings=options.lease_timings,
-            on_change=on_change,
-        )
-    leadership = elector or AlwaysLeader()
+    election = Election(
+        api,
+        options.identity,
+        options.settings.namespace,
+        clock,
+        LEASE_NAME,
+        options.leader_elect,
+        on_change,
+        options.lease_timings,
+    )
+    leadership = election.leadership
 
     def exported_cards() -> list[Object] | None:
         return controller.cards.items() if controller.synced() and leadership.is_leader() else None
@@ -98,10 +93,7 @@ def start_controller(
     metrics = ControllerMetrics(exported_cards, leadership.is_leader)
     controller = GpuController(api, options.settings, leadership, events, clock, metrics)
     controller.start(stop)
-    thread = None
-    if elector is not None:
-        thread = threading.Thread(target=elector.run, args=(stop,), name="gpu-controller-lease", daemon=True)
-        thread.start()
+    election.start(stop)
     log.info(
         "started",
         extra={
@@ -111,7 +103,7 @@ def start_controller(
             "leaderElect": options.leader_elect,
         },
     )
-    return RunningController(controller, leadership, metrics, thread)
+    return RunningController(controller, election, metrics)
 
 
 def run_controller(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import socket
@@ -16,6 +17,7 @@ import prometheus_client
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.dra_metrics import DraMetrics
 from deckhouse_gpu.adapters.metrics_server import serve_endpoints
+from deckhouse_gpu.cmd.election import Election
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
 from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
@@ -27,7 +29,6 @@ from deckhouse_gpu.ports.clock import Clock, SystemClock
 from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Object
 from deckhouse_gpu.services.dra_controller import DraController, DraControllerSettings
 from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.leader_election import AlwaysLeader, LeaderElector
 
 COMPONENT = "gpu-dra-controller"
 LEASE_NAME = "gpu-dra-controller"
@@ -78,23 +79,25 @@ class ServerSemantics:
         return self._cached[1]
 
 
+@functools.cache
+def _matcher(consumable_capacity: bool) -> CelMatcher:
+    return CelMatcher(consumable_capacity=consumable_capacity)
+
+
 def matcher_for(semantics: Semantics) -> SelectorMatcher:
-    return CelMatcher(consumable_capacity=semantics.consumable)
+    """One matcher per feature set: its engine's compiled expressions outlive each attempt."""
+    return _matcher(semantics.consumable)
 
 
 @dataclass
 class RunningDraController:
     controller: DraController
-    leadership: LeaderElector | AlwaysLeader
+    election: Election
     metrics: DraMetrics
-    elector_thread: threading.Thread | None
 
     def shutdown(self, timeout: float = 10.0) -> None:
         self.controller.join_workers(timeout)
-        if self.elector_thread is not None:
-            self.elector_thread.join(timeout)
-        if isinstance(self.leadership, LeaderElector):
-            self.leadership.release()
+        self.election.end(timeout)
 
 
 def start_dra_controller(
@@ -110,16 +113,12 @@ def start_dra_controller(
     clock = clock or SystemClock()
     identity = os.environ.get("POD_NAME") or socket.gethostname()
     events = EventRecorder(api, COMPONENT, identity, clock)
-    elector: LeaderElector | None = None
 
     def on_change(leading: bool) -> None:
-        controller.on_leadership(leading)
+        controller.on_leadership(leading)  # looked up when called: the controller needs the elector first
 
-    if leader_elect:
-        elector = LeaderElector(
-            api, identity, namespace, clock, name=LEASE_NAME, timings=lease_timings, on_change=on_change
-        )
-    leadership = elector or AlwaysLeader()
+    election = Election(api, identity, namespace, clock, LEASE_NAME, leader_elect, on_change, lease_timings)
+    leadership = election.leadership
 
     def exported_claims() -> list[Object] | None:
         return controller.claims.items() if controller.synced() and leadership.is_leader() else None
@@ -140,14 +139,11 @@ def start_dra_controller(
         metrics,
     )
     controller.start(stop)
-    thread = None
-    if elector is not None:
-        thread = threading.Thread(target=elector.run, args=(stop,), name=f"{COMPONENT}-lease", daemon=True)
-        thread.start()
+    election.start(stop)
     if not leader_elect:
         controller.enqueue_all_when_synced(stop)
     log.info("started", extra={"identity": identity, "namespace": namespace, "leaderElect": leader_elect})
-    return RunningDraController(controller, leadership, metrics, thread)
+    return RunningDraController(controller, election, metrics)
 
 
 def run_in_cluster(args: argparse.Namespace) -> int:

@@ -77,3 +77,24 @@ class ControllerRuntime:
     def _close_on(self, stop: threading.Event) -> None:
         stop.wait()
         self.queue.close()
+
+
+class RuntimeProbes:
+    """What a controller built on a ControllerRuntime answers: caches, probes, shutdown."""
+
+    runtime: ControllerRuntime
+
+    def synced(self) -> bool:
+        return self.runtime.synced()
+
+    def idle(self) -> bool:
+        return self.runtime.idle()
+
+    def health(self) -> tuple[bool, str]:
+        return self.runtime.health()
+
+    def readiness(self) -> tuple[bool, str]:
+        return self.runtime.readiness()
+
+    def join_workers(self, timeout: float = 10.0) -> None:
+        self.runtime.join_workers(timeout)

@@ -31,7 +31,7 @@ from deckhouse_gpu.services.claim_allocation import (
     WAITING,
     ClaimAllocation,
 )
-from deckhouse_gpu.services.controller_runtime import ControllerRuntime
+from deckhouse_gpu.services.controller_runtime import ControllerRuntime, RuntimeProbes
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.informer import Informer
 from deckhouse_gpu.services.work_queue import WorkQueue
@@ -85,7 +85,7 @@ class AuditReport:
     at: float | None = None
 
 
-class DraController:
+class DraController(RuntimeProbes):
     def __init__(
         self,
         api: KubeAPI,
@@ -110,15 +110,18 @@ class DraController:
             api, PODS, self._on_pod, transform=_pod_claims_view, watch_timeout_seconds=timeout
         )
         self.slices = Informer(api, RESOURCE_SLICES, self._on_slice, watch_timeout_seconds=timeout)
-        self.classes = Informer(api, DEVICE_CLASSES, self._on_class, watch_timeout_seconds=timeout)
+        # Classes are read at every allocation: their changes need no reaction.
+        self.classes = Informer(api, DEVICE_CLASSES, lambda _o, _n: None, watch_timeout_seconds=timeout)
         self.nodes = Informer(
             api, NODES, lambda _o, _n: None, transform=_node_labels, watch_timeout_seconds=timeout
         )
+        # One parse of the slices serves the allocation and the audit (and their device caches).
+        self.inventory = InventoryBuilder()
         self.allocation = ClaimAllocation(
-            api, self, semantics, matcher, events, on_allocated=self._allocated_by_us
+            api, self, semantics, matcher, events, on_allocated=self._allocated_by_us, builder=self.inventory
         )
         self.report = AuditReport()
-        self._audit_inventory = InventoryBuilder()
+
         self._reported: set[tuple[str, tuple[str, ...], str]] = set()
         self.runtime = ControllerRuntime(
             "gpu-dra-controller", self.queue, self.informers(), settings.unhealthy_after_seconds
@@ -144,18 +147,6 @@ class DraController:
     def claims_list(self) -> list[Object]:
         return self.claims.items()
 
-    def synced(self) -> bool:
-        return self.runtime.synced()
-
-    def idle(self) -> bool:
-        return self.runtime.idle()
-
-    def health(self) -> tuple[bool, str]:
-        return self.runtime.health()
-
-    def readiness(self) -> tuple[bool, str]:
-        return self.runtime.readiness()
-
     # -- events -------------------------------------------------------------------------------
 
     def on_leadership(self, leading: bool) -> None:
@@ -166,8 +157,7 @@ class DraController:
         """Without leader election nothing announces leadership: queue everything once synced."""
 
         def wait() -> None:
-            while not stop.is_set() and not self.synced():
-                stop.wait(0.05)
+            self.runtime.wait_synced(stop)
             self.enqueue_all()
 
         threading.Thread(target=wait, name="gpu-dra-controller-initial", daemon=True).start()
@@ -211,9 +201,6 @@ class DraController:
         self.allocation.slices_changed()
         self.queue.add(AUDIT, self.settings.audit_debounce_seconds)
 
-    def _on_class(self, old: Object | None, new: Object | None) -> None:
-        self.allocation.slices_changed()
-
     def _allocated_by_us(self, claim: Object) -> None:
         if self.observer is not None:
             self.observer.observe_allocated(claim)
@@ -222,9 +209,6 @@ class DraController:
 
     def start(self, stop: threading.Event) -> None:
         self.runtime.start(stop, self._work, self.settings.workers, [("audit-timer", self._audit_timer)])
-
-    def join_workers(self, timeout: float = 10.0) -> None:
-        self.runtime.join_workers(timeout)
 
     def _audit_timer(self, stop: threading.Event) -> None:
         while not stop.wait(self.settings.audit_interval_seconds):
@@ -284,7 +268,7 @@ class DraController:
     # -- audit --------------------------------------------------------------------------------
 
     def run_audit(self) -> list[Violation]:
-        inventory = self._audit_inventory.build(self.slices.items())
+        inventory = self.inventory.build(self.slices.items())
         found = audit(inventory, self.claims.items(), self.strategy_of)
         self.report = AuditReport(found, time.time())
         current = {(v.kind, v.claims, v.subject) for v in found}

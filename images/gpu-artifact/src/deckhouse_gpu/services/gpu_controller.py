@@ -22,7 +22,7 @@ from deckhouse_gpu.domain.physicalgpu import DRIVER_READY
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, Object
-from deckhouse_gpu.services.controller_runtime import ControllerRuntime
+from deckhouse_gpu.services.controller_runtime import ControllerRuntime, RuntimeProbes
 from deckhouse_gpu.services.driver_ready_reconciler import ERROR, DriverReadyReconciler
 from deckhouse_gpu.services.driver_ready_writer import DriverReadyWriter
 from deckhouse_gpu.services.events import EventRecorder
@@ -59,7 +59,7 @@ def _metadata_only(node: Object) -> Object:
     return {"metadata": {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta}}
 
 
-class GpuController:
+class GpuController(RuntimeProbes):
     def __init__(
         self,
         api: KubeAPI,
@@ -100,18 +100,6 @@ class GpuController:
             settings.unhealthy_after_seconds,
         )
 
-    def synced(self) -> bool:
-        return self.runtime.synced()
-
-    def idle(self) -> bool:
-        return self.runtime.idle()
-
-    def health(self) -> tuple[bool, str]:
-        return self.runtime.health()
-
-    def readiness(self) -> tuple[bool, str]:
-        return self.runtime.readiness()
-
     def on_leadership(self, leading: bool) -> None:
         if leading:
             self.enqueue_all()
@@ -122,9 +110,6 @@ class GpuController:
 
     def start(self, stop: threading.Event) -> None:
         self.runtime.start(stop, self._work, self.settings.workers, [("resync", self._resync)])
-
-    def join_workers(self, timeout: float = 10.0) -> None:
-        self.runtime.join_workers(timeout)
 
     def _enqueue(self, *nodes: str | None) -> None:
         for node in {n for n in nodes if n}:
