@@ -24,18 +24,23 @@ from deckhouse_gpu.domain.opaque_config import (
 from deckhouse_gpu.domain.opaque_config import device_type as config_device_type
 
 
-def applicable_parameters(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> Any | None:
+def _entries(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> list[tuple[int, Any]]:
     request = str(result.get("request"))
     base = request.partition("/")[0]
-    chosen = None
-    for entry in (allocation.get("devices") or {}).get("config") or ():
+    found = []
+    for index, entry in enumerate((allocation.get("devices") or {}).get("config") or ()):
         opaque = entry.get("opaque") if isinstance(entry, Mapping) else None
         if not isinstance(opaque, Mapping) or opaque.get("driver") != DRIVER:
             continue
         requests = [str(r) for r in entry.get("requests") or ()]
         if not requests or request in requests or base in requests:
-            chosen = opaque.get("parameters")
-    return chosen
+            found.append((index, opaque.get("parameters")))
+    return found
+
+
+def applicable_parameters(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> Any | None:
+    entries = _entries(result, allocation)
+    return entries[-1][1] if entries else None
 
 
 def sharing_strategy(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> str | None:
@@ -57,20 +62,6 @@ def sharing_strategy(result: Mapping[str, Any], allocation: Mapping[str, Any]) -
 
 class ConfigRefused(ValueError):
     """A device's config that prepare cannot honour; the message says what to change."""
-
-
-def _entries(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> list[tuple[int, Any]]:
-    request = str(result.get("request"))
-    base = request.partition("/")[0]
-    found = []
-    for index, entry in enumerate((allocation.get("devices") or {}).get("config") or ()):
-        opaque = entry.get("opaque") if isinstance(entry, Mapping) else None
-        if not isinstance(opaque, Mapping) or opaque.get("driver") != DRIVER:
-            continue
-        requests = [str(r) for r in entry.get("requests") or ()]
-        if not requests or request in requests or base in requests:
-            found.append((index, opaque.get("parameters")))
-    return found
 
 
 def device_config(

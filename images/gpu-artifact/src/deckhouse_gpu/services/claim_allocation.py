@@ -65,6 +65,7 @@ class ClaimAllocation:
         matcher: Callable[[Semantics], SelectorMatcher],
         events: EventRecorder,
         on_allocated: Callable[[Object], None] | None = None,
+        builder: InventoryBuilder | None = None,
     ) -> None:
         self.api = api
         self.caches = caches
@@ -74,7 +75,7 @@ class ClaimAllocation:
         self.on_allocated = on_allocated or (lambda _: None)
         self._assumed: dict[str, Object] = {}
         self._inventory: Inventory | None = None
-        self._builder = InventoryBuilder()
+        self._builder = builder or InventoryBuilder()
         # One allocation at a time, from reading the state to writing the claims, as the
         # scheduler's single scheduling loop does: two workers deciding at once would both see
         # a device free.

@@ -145,7 +145,8 @@ def _pool_135(
 ) -> Pool | None:
     seen = {id(s): s for s in [*on_node, *counter_slices]}
     generation, kept = _newest(list(seen.values()))
-    node_slices = [s for s in kept if s in on_node or _on_node(s, node)]
+    matched = {id(s) for s in on_node}
+    node_slices = [s for s in kept if id(s) in matched or _on_node(s, node)]
     loaded = kept
     if len(kept) != kept[0].slice_count:
         newest = max(s.generation for s in whole_pool)

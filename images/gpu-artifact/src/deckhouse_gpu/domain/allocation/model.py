@@ -8,6 +8,7 @@ listed in ``problems``, as the scheduler skips what it cannot use.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -255,8 +256,13 @@ class InventoryBuilder:
 
     def __init__(self) -> None:
         self._parsed: dict[tuple[str, str], Slice] = {}
+        self._lock = threading.Lock()  # the allocation and the audit build from different workers
 
     def build(self, slices: Iterable[Object]) -> Inventory:
+        with self._lock:
+            return self._build(slices)
+
+    def _build(self, slices: Iterable[Object]) -> Inventory:
         parsed: list[Slice] = []
         problems: list[str] = []
         kept: dict[tuple[str, str], Slice] = {}

@@ -69,6 +69,7 @@ class SearchPass:
     matched: dict[tuple[int, int], tuple[str, Any]] = field(default_factory=dict)  # (claim, constraint)
     matched_count: dict[tuple[int, int], int] = field(default_factory=dict)
     distinct: dict[tuple[int, int, str], Any] = field(default_factory=dict)
+    all_devices: dict[int, list[tuple[Pool, Device]]] = field(default_factory=dict)  # per "All" alternative
 
 
 class Allocator:
@@ -93,7 +94,7 @@ class Allocator:
             gathered = gather(self.inventory, node, self.semantics)
             work = SearchPass(node, gathered, self.availability(gathered, state))
             work.placed = [[] for _ in claims]
-            self._all_counts = self._count_all(claims, work, state)
+            work.all_devices = self._count_all(claims, work, state)
             found = self._place(claims, work, state, 0, 0)
         except (AllocationError, ClaimError) as error:
             return Outcome(node.name, None, str(error))
@@ -436,7 +437,7 @@ class Allocator:
         request = claim.requests[request_index]
         for alternative in request.alternatives:
             if alternative.all_devices:
-                devices = self._all_counts[id(alternative)]
+                devices = work.all_devices[id(alternative)]
                 if not devices:
                     continue  # "All" with nothing to take has no solution
                 needed = len(devices)
@@ -463,7 +464,7 @@ class Allocator:
             return self._place(claims, work, state, claim_index, request_index + 1)
         claim = claims[claim_index]
         if alternative.all_devices:
-            pool, device = self._all_counts[id(alternative)][done]
+            pool, device = work.all_devices[id(alternative)][done]
             if self._in_use(work, state, claim_index, alternative, device):
                 return False
             placed = self._try_device(work, state, claim_index, claim, alternative, pool, device)
