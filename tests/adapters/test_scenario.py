@@ -12,6 +12,7 @@ def test_builtin_scenarios_load_and_cover_the_catalogue():
     assert any(not node.gpus for node in mixed.nodes)
     kinds = {step.kind for step in mixed.steps}
     assert kinds == {
+        "podOnNode",
         "prepareClaim",
         "unprepareClaim",
         "labelNode",
@@ -57,7 +58,15 @@ def test_scenario_from_a_file(tmp_path):
         ("nodes: [{name: a}]\nsteps: [{setValidator: {node: a}}]", "state must be one of"),
         ("nodes: [{name: a}]\nsteps: [{wait: {}}]", "wait needs seconds"),
         ("nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a}}]", "needs the claim's name"),
-        ("nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a, name: c}}]", "needs the allocated devices"),
+        (
+            "nodes: [{name: a}]\nsteps: [{podOnNode: {node: a, name: c}}]",
+            "needs the pod's .and claim's. name and a",
+        ),
+        ("nodes: [{name: a}]\nsteps: [{podOnNode: {node: a, deviceClass: g}}]", "needs the pod's"),
+        (
+            "nodes: [{name: a}]\nsteps: [{podOnNode: {node: a, name: c, deviceClass: g, count: two}}]",
+            "count is a",
+        ),
         ("nodes: [{name: a}]\nsettings: {healthGraceSeconds: soon}", "are numbers"),
     ],
 )

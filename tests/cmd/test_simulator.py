@@ -33,7 +33,7 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     code, out = run()
     assert code == 0
     sections = out.split("\nStep ")
-    assert len(sections) == 16
+    assert len(sections) == 19
     initial = table(sections[0])
     assert len(initial) == 15
     assert not any(name.startswith("cpu-only") for name in initial)
@@ -84,7 +84,18 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     final = table(sections[15])
     assert not any(name.startswith("vm-t4") for name in final)
     assert len(final) == 14  # 15 - the unplugged A30 + the hot-plugged L40S - the VM's T4
-    assert "kind: PhysicalGPU" in sections[15]
+
+    # A pod created on a node: gpu-dra-controller allocates its claim, the kubelet prepares it.
+    allocated = "gpu-dra-controller allocated claim inference on gpu-h100-hgx: "
+    assert allocated + "gpu-0000-18-00-0-mig-1g-10gb-0, gpu-0000-18-00-0-mig-1g-10gb-1" in sections[16]
+    assert "prepared gpu-0000-18-00-0-mig-1g-10gb-0: CDI gpu.deckhouse.io/gpu=" in sections[17]
+    assert column(table(sections[17]), "gpu-h100-hgx-0000-18-00-0", "MIG") == "Enabled"
+    assert (
+        "gpu-dra-controller could not allocate claim too-big: cannot allocate on node gpu-h100-hgx: "
+        in (sections[18])
+    )
+    assert "claim demo/too-big request gpu (wants 9): " in sections[18]
+    assert "kind: PhysicalGPU" in sections[18]
     assert "$ kubectl get resourceslices" in sections[0]
 
 

@@ -18,10 +18,13 @@ from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, Step
 from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
+from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
+from deckhouse_gpu.cmd.simulated_allocation import pod_on_node
 from deckhouse_gpu.cmd.simulated_node import SimulatedNode, build_node, set_validator, start_components
 from deckhouse_gpu.cmd.simulated_prepare import allocate, claim_ref, describe_prepare
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_SLICES
+from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_SLICES, NotFound
+from deckhouse_gpu.services.dra_controller import DraControllerSettings
 from deckhouse_gpu.services.gpu_controller import ControllerSettings
 
 SETTLE_TIMEOUT = 60.0  # only a stuck world waits this long; a loaded CI machine can take over 15 s
@@ -51,6 +54,13 @@ class SimulatedCluster:
         settings = ControllerSettings(debounce_seconds=0.05)
         start_controller(
             self.api, self._controller_stop, ControllerOptions(settings=settings, leader_elect=False)
+        )
+        start_dra_controller(
+            self.api,
+            self._controller_stop,
+            leader_elect=False,
+            pinned_version=f"1.{self.scenario.settings.kubernetes_minor}",
+            settings=DraControllerSettings(debounce_seconds=0.02, audit_debounce_seconds=0.1),
         )
         for node in self.nodes.values():
             start_components(node, self.api, self.clock, self.scenario.settings)
@@ -84,6 +94,8 @@ class SimulatedCluster:
             node.nvml.clear_failures()
         elif kind in ("prepareClaim", "unprepareClaim"):
             self.report = self._kubelet(kind, node, args)
+        elif kind == "podOnNode":
+            self.report = pod_on_node(self.api, node.spec.name, args)
         elif kind == "labelNode":
             labels = {
                 str(key): (None if value is None else str(value)) for key, value in args["labels"].items()
@@ -102,8 +114,12 @@ class SimulatedCluster:
         assert node.prepare is not None
         name = str(args["name"])
         if kind == "prepareClaim":
-            allocate(self.api, node.spec.name, name, [str(device) for device in args["devices"]])
-            ref = claim_ref(self.api, name)
+            if args.get("devices"):  # as the scheduler would have allocated them
+                allocate(self.api, node.spec.name, name, [str(device) for device in args["devices"]])
+            try:
+                ref = claim_ref(self.api, name)
+            except NotFound:
+                return [f"  claim {name} does not exist: give its devices, or create it with podOnNode first"]
             result = node.prepare.prepare([ref])[ref.uid]
             return describe_prepare(result, node.builder.root / "etc/cdi", ref.uid)
         ref = claim_ref(self.api, name)

@@ -25,6 +25,7 @@ STEP_KINDS = (
     "repairNvml",
     "setValidator",
     "labelNode",
+    "podOnNode",
     "prepareClaim",
     "unprepareClaim",
     "wait",
@@ -161,8 +162,12 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
         raise ScenarioError(f"{where}: labelNode needs labels (a mapping; null removes a label)")
     if step.kind in ("prepareClaim", "unprepareClaim") and not isinstance(step.args.get("name"), str):
         raise ScenarioError(f"{where}: {step.kind} needs the claim's name")
-    if step.kind == "prepareClaim" and not step.args.get("devices"):
-        raise ScenarioError(f"{where}: prepareClaim needs the allocated devices (offer names)")
+    if step.kind == "podOnNode" and not (
+        isinstance(step.args.get("name"), str) and isinstance(step.args.get("deviceClass"), str)
+    ):
+        raise ScenarioError(f"{where}: podOnNode needs the pod's (and claim's) name and a deviceClass")
+    if step.kind == "podOnNode" and not isinstance(step.args.get("count", 1), int):
+        raise ScenarioError(f"{where}: podOnNode.count is a number of devices")
     if step.kind == "wait" and not isinstance(step.args.get("seconds"), int | float):
         raise ScenarioError(f"{where}: wait needs seconds")
     return step
