@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from deckhouse import hook
+from lib.gpu_node_labels import NODE_FILTER, VALIDATOR_LABEL
 from lib.module_status import GROUP, PHYSICAL_GPU_FILTER, metrics
 
 MODULE = "gpu"
@@ -20,8 +21,19 @@ kubernetes:
     kind: PhysicalGPU
     jqFilter: '{PHYSICAL_GPU_FILTER}'
     keepFullObjectsInMemory: false
+  - name: nodes
+    group: main
+    queue: /modules/{MODULE}/module-status
+    apiVersion: v1
+    kind: Node
+    # Only the GPU nodes: the ones the gpu_node_labels hook labelled for the validator.
+    labelSelector:
+      matchExpressions:
+        - {{key: "{VALIDATOR_LABEL}", operator: Exists}}
+    jqFilter: '{NODE_FILTER}'
+    keepFullObjectsInMemory: false
 schedule:
-  # The node lists and the certificate live in values, which no binding watches.
+  # The certificate lives in values, which no binding watches.
   - name: every_minute
     crontab: "* * * * *"
     group: main
@@ -33,7 +45,8 @@ def main(ctx: Any) -> None:
     internal = (ctx.values.get(MODULE) or {}).get("internal") or {}
     # Expired first: a run with no series at all must still clear the previous ones.
     ctx.metrics.expire(GROUP)
-    for series in metrics(ctx.snapshots.get("physical_gpus", []), internal):
+    snapshots = ctx.snapshots
+    for series in metrics(snapshots.get("physical_gpus", []), snapshots.get("nodes", []), internal):
         ctx.metrics.collect(series)
 
 

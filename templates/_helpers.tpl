@@ -91,20 +91,18 @@ ephemeral-storage: 50Mi
 {{- end }}
 
 {{- /*
-Node affinity of the components that follow a node list a hook computed (handler, DCGM,
-validator). Usage: (list "nodeName" ...) — rendered only for a non-empty list.
+Node selectors of the components that run only on GPU nodes. The gpu_node_labels hook keeps these
+labels on the Nodes (hooks/lib/gpu_node_labels.py says when a node gets them). Never replace them
+by a list of node names in the pod template: the template would change whenever a GPU node comes
+or goes and roll every pod of the DaemonSet, and a matchFields term on metadata.name accepts only
+one value, so the API server rejects a list of two.
 */ -}}
-{{- define "gpu.nodeListAffinity" -}}
-nodeAffinity:
-  requiredDuringSchedulingIgnoredDuringExecution:
-    nodeSelectorTerms:
-      - matchFields:
-          - key: metadata.name
-            operator: In
-            values:
-{{- range . }}
-              - {{ . | quote }}
+{{- define "gpu.nodeSelector.driverReady" -}}
+gpu.deckhouse.io/driver-ready: "true"
 {{- end }}
+
+{{- define "gpu.nodeSelector.nvidia" -}}
+gpu.deckhouse.io/nvidia: "true"
 {{- end }}
 
 {{- /* The standard environment of every component. */ -}}

@@ -15,6 +15,8 @@ from typing import Any
 
 from cryptography import x509
 
+from lib.gpu_node_labels import HANDLER_LABEL, VALIDATOR_LABEL, labelled
+
 GROUP = "d8_gpu_module_status"
 # What the hook's PhysicalGPU binding keeps of each object (jq, run by shell-operator).
 _CONDITION = '([.status.conditions[]? | select(.type == "{0}") | .status][0] // "Unknown")'
@@ -40,10 +42,6 @@ def _status(value: Any) -> str:
     return value if value in _STATUSES else "Unknown"
 
 
-def _names(value: Any) -> set[str]:
-    return {name for name in value if isinstance(name, str)} if isinstance(value, list) else set()
-
-
 def certificate_expiry(internal: Mapping[str, Any]) -> float | None:
     """notAfter of the webhook certificate in the values, as a Unix time; None if there is none."""
     cert = internal.get("webhookCert") if isinstance(internal, Mapping) else None
@@ -57,7 +55,9 @@ def certificate_expiry(internal: Mapping[str, Any]) -> float | None:
     return loaded.not_valid_after_utc.replace(tzinfo=datetime.UTC).timestamp()
 
 
-def metrics(gpus: Iterable[Any], internal: Mapping[str, Any]) -> list[dict[str, Any]]:
+def metrics(gpus: Iterable[Any], nodes: Iterable[Any], internal: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The series of one run; the node roles are the labels that place the node runtime, as they are
+    on the Nodes now (what the DaemonSets actually select), not as the labelling hook wants them."""
     cards = _gpus(gpus)
     by_state = Counter(
         (
@@ -77,8 +77,8 @@ def metrics(gpus: Iterable[Any], internal: Mapping[str, Any]) -> list[dict[str, 
         }
         for (vendor, ready, healthy), count in sorted(by_state.items())
     ]
-    handler = _names(internal.get("handlerNodes"))
-    validator = _names(internal.get("validatorNodes"))
+    nodes = list(nodes or ())
+    handler, validator = labelled(nodes, HANDLER_LABEL), labelled(nodes, VALIDATOR_LABEL)
     for role, nodes in (
         ("gpu", {card["node"] for card in cards}),
         ("validator", validator),

@@ -1,4 +1,5 @@
-"""The module_status hook: the module's own health as metrics, from PhysicalGPUs and the values."""
+"""The module_status hook: the module's own health as metrics, from PhysicalGPUs, the GPU nodes'
+labels and the values."""
 
 from __future__ import annotations
 
@@ -24,8 +25,19 @@ def gpu(node: Any, ready: Any = "True", healthy: Any = "True", vendor: Any = "nv
     }
 
 
-def run(gpus: list[Any], internal: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    context = [{"binding": "main", "type": "Group", "snapshots": {"physical_gpus": gpus}}]
+VALIDATOR = "gpu.deckhouse.io/nvidia"
+HANDLER = "gpu.deckhouse.io/driver-ready"
+
+
+def node(name: Any, *roles: str) -> dict[str, Any]:
+    return {"filterResult": {"name": name, "labels": dict.fromkeys(roles, "true")}}
+
+
+def run(
+    gpus: list[Any], internal: dict[str, Any] | None = None, nodes: list[Any] | None = None
+) -> list[dict[str, Any]]:
+    snapshots = {"physical_gpus": gpus, "nodes": nodes or []}
+    context = [{"binding": "main", "type": "Group", "snapshots": snapshots}]
     values = {"global": {}, "gpu": {"internal": internal or {}}}
     out = hook.testrun(HOOK.main, binding_context=context, initial_values=values)
     data: list[dict[str, Any]] = out.metrics.data
@@ -62,8 +74,8 @@ def test_every_run_expires_the_group_first_and_groups_every_series() -> None:
 
 
 def test_gpu_nodes_without_a_handler_are_named() -> None:
-    internal = {"handlerNodes": ["w1"], "validatorNodes": ["w1", "w2", "w3"]}
-    data = run([gpu("w1"), gpu("w2", ready="False"), gpu("w3", ready="Unknown")], internal)
+    nodes = [node("w1", VALIDATOR, HANDLER), node("w2", VALIDATOR), node("w3", VALIDATOR)]
+    data = run([gpu("w1"), gpu("w2", ready="False"), gpu("w3", ready="Unknown")], nodes=nodes)
     assert series(data, "d8_gpu_module_nodes") == {
         (("role", "gpu"),): 3,
         (("role", "validator"),): 3,
@@ -84,7 +96,8 @@ def test_malformed_entries_and_values_are_skipped() -> None:
             gpu(["w2"]),
             gpu("w3", ready=True),
         ],
-        {"handlerNodes": "w1", "validatorNodes": [None, "w3"], "webhookCert": {"crt": "not a certificate"}},
+        {"webhookCert": {"crt": "not a certificate"}},
+        [node("w3", VALIDATOR), node(None, VALIDATOR), {"filterResult": {"name": "w4", "labels": 5}}, "junk"],
     )
     assert sum(series(data, "d8_gpu_module_physicalgpus").values()) == 2
     states = {labels[0][1] for labels in series(data, "d8_gpu_module_physicalgpus")}
@@ -105,7 +118,7 @@ def test_the_webhook_certificate_expiry_is_reported() -> None:
     ) + datetime.timedelta(days=365)
 
 
-def test_the_hook_config_binds_physicalgpus_and_a_schedule() -> None:
+def test_the_hook_config_binds_physicalgpus_gpu_nodes_and_a_schedule() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOKS), *sys.path])}
     done = subprocess.run(
         [sys.executable, str(HOOKS / "module_status.py"), "--config"],
@@ -116,8 +129,14 @@ def test_the_hook_config_binds_physicalgpus_and_a_schedule() -> None:
         check=True,
     )
     config = yaml.safe_load(done.stdout)
-    (binding,) = config["kubernetes"]
-    assert (binding["kind"], binding["group"]) == ("PhysicalGPU", "main")
+    gpus, nodes = config["kubernetes"]
+    assert (gpus["kind"], gpus["group"], nodes["kind"], nodes["group"]) == (
+        "PhysicalGPU",
+        "main",
+        "Node",
+        "main",
+    )
+    assert nodes["labelSelector"] == {"matchExpressions": [{"key": VALIDATOR, "operator": "Exists"}]}
     assert config["schedule"][0]["group"] == "main"
     assert os.access(HOOKS / "module_status.py", os.X_OK)
 

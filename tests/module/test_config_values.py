@@ -144,15 +144,12 @@ def test_values_extend_the_settings_and_declare_the_hook_values() -> None:
     assert internal["default"] == {}
     merged = with_defaults(VALUES, {"internal": {}})
     assert merged["internal"] == {
-        "handlerNodes": [],
-        "handlerNodesHash": "",
-        "validatorNodes": [],
         "settings": {},
         "webhookCert": {"ca": "", "crt": "", "key": ""},
     }
     assert problems(VALUES, merged) == []
-    assert problems(VALUES, {"internal": {"handlerNodes": ["gpu-1", ""]}}) == [
-        "internal.handlerNodes.1: '' should be non-empty"
+    assert problems(VALUES, {"internal": {"settings": {"logLevel": "trace"}}}) == [
+        "internal.settings.logLevel: 'trace' is not one of ['debug', 'info', 'warning', 'error']"
     ]
 
 

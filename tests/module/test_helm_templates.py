@@ -23,7 +23,6 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         {"nvidiaDriverRoot": "/run/nvidia/driver", "cdiRoot": "/var/run/cdi"}
     ),
     "monitoring-off": module_values({"monitoring": {"dcgm": {"enabled": False}}}),
-    "no-gpu-nodes": module_values(handler_nodes=[], validator_nodes=[]),
     "module-registry": module_values(
         {"logLevel": "Debug", "managedNodes": {"nodeSelector": {"node.deckhouse.io/group": "gpu"}}},
         registry={"base": "modules.example.com/gpu", "dockercfg": base64.b64encode(b"{}").decode()},
@@ -265,29 +264,19 @@ def handler(rendered: Rendered) -> dict[str, Any]:
     return rendered.get("DaemonSet", "gpu-handler")
 
 
-def node_list(workload: dict[str, Any]) -> list[str]:
-    terms = pod_spec(workload)["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    (term,) = terms["nodeSelectorTerms"]
-    (field,) = term["matchFields"]
-    assert (field["key"], field["operator"]) == ("metadata.name", "In")
-    values: list[str] = field["values"]
-    return values
+def test_the_node_runtime_selects_the_labels_the_hook_keeps() -> None:
+    from lib.gpu_node_labels import HANDLER_LABEL, LABEL_VALUE, VALIDATOR_LABEL  # noqa: PLC0415
 
-
-def test_the_handler_runs_on_the_hook_node_list_and_rolls_when_it_changes() -> None:
-    values = VALUE_SETS["defaults"]
-    daemonset = handler(RENDERED["defaults"])
-    assert node_list(daemonset) == values["gpu"]["internal"]["handlerNodes"] == ["gpu-1", "gpu-2"]
-    annotations = daemonset["spec"]["template"]["metadata"]["annotations"]
-    assert annotations["gpu.deckhouse.io/handler-nodes-hash"] == values["gpu"]["internal"]["handlerNodesHash"]
-    other = render(module_values(handler_nodes=["gpu-1"]))
-    assert handler(other)["spec"]["template"] != daemonset["spec"]["template"]
-    assert node_list(RENDERED["defaults"].get("DaemonSet", "nvidia-driver-validator")) == [
-        "gpu-1",
-        "gpu-2",
-        "gpu-3",
-    ]
-    assert node_list(RENDERED["defaults"].get("DaemonSet", "nvidia-dcgm-exporter")) == ["gpu-1", "gpu-2"]
+    rendered = RENDERED["defaults"]
+    wanted = {
+        "gpu-handler": HANDLER_LABEL,
+        "nvidia-dcgm-exporter": HANDLER_LABEL,
+        "nvidia-driver-validator": VALIDATOR_LABEL,
+    }
+    for name, label in wanted.items():
+        spec = pod_spec(rendered.get("DaemonSet", name))
+        assert spec["nodeSelector"] == {label: LABEL_VALUE}, name
+        assert "affinity" not in spec, name  # nothing per node in the template
 
 
 def test_the_handler_surges_on_update_and_knows_its_pod_uid() -> None:
@@ -391,14 +380,6 @@ def test_monitoring_off_removes_dcgm_and_its_scrape() -> None:
     assert rendered.find("ServiceMonitor", "gpu-nvidia-dcgm-exporter") is None
     assert rendered.find("ServiceMonitor", "gpu-gpu-controller") is not None
     assert RENDERED["defaults"].find("DaemonSet", "nvidia-dcgm-exporter") is not None
-
-
-def test_no_gpu_nodes_means_no_node_runtime_but_the_inventory_still_runs() -> None:
-    rendered = RENDERED["no-gpu-nodes"]
-    for name in ("gpu-handler", "nvidia-driver-validator", "nvidia-dcgm-exporter"):
-        assert rendered.find("DaemonSet", name) is None, name
-    assert rendered.find("DaemonSet", "gpu-node-agent") is not None
-    assert rendered.find("Deployment", "gpu-controller") is not None
 
 
 def test_the_node_agent_skips_the_control_plane_and_opted_out_and_unselected_nodes() -> None:

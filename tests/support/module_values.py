@@ -1,7 +1,7 @@
 """The values Deckhouse would hand to Helm for given settings, built the way Deckhouse builds them.
 
 The settings get their schema defaults (as Deckhouse's OpenAPI defaulting does), the hooks' pure
-logic fills ``internal`` (derive_settings, handler_nodes), and the result must validate against
+logic fills ``internal`` (derive_settings), and the result must validate against
 ``openapi/config-values.yaml`` and ``openapi/values.yaml``. The global values are the few that
 Deckhouse provides and the templates read: the image registry and digests, highAvailability.
 """
@@ -22,7 +22,6 @@ HOOKS = ROOT / "hooks"
 if str(HOOKS) not in sys.path:
     sys.path.insert(0, str(HOOKS))
 
-from lib.handler_nodes import nodes_hash  # noqa: E402
 from lib.settings import derive  # noqa: E402
 
 from tests.support.module_images import RUNTIME_IMAGES  # noqa: E402
@@ -65,8 +64,6 @@ def digest(image: str) -> str:
 def module_values(
     settings: dict[str, Any] | None = None,
     *,
-    handler_nodes: list[str] | None = None,
-    validator_nodes: list[str] | None = None,
     cluster_ha: bool = False,
     registry: dict[str, str] | None = None,
     images: tuple[str, ...] = IMAGES,
@@ -82,14 +79,7 @@ def module_values(
             "digests": {"gpu": {image: digest(image) for image in images}},
         },
     }
-    handler = sorted(handler_nodes if handler_nodes is not None else ["gpu-1", "gpu-2"])
-    validator = sorted(validator_nodes if validator_nodes is not None else [*handler, "gpu-3"])
-    module["internal"] = {
-        "handlerNodes": handler,
-        "handlerNodesHash": nodes_hash(handler),
-        "validatorNodes": validator,
-        "settings": derive(module, global_values),
-    }
+    module["internal"] = {"settings": derive(module, global_values)}
     if registry is not None:
         module["registry"] = registry
     module = with_defaults(values_schema, module)

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Keeps the node labels that place gpu-handler, DCGM, dcgm-exporter (gpu.deckhouse.io/driver-ready)
+and the driver validator (gpu.deckhouse.io/nvidia) on the GPU nodes, and takes them off when the
+module is deleted; see lib/gpu_node_labels.py for the rules and for why labels, not node lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deckhouse import hook
+from lib.gpu_node_labels import (
+    NODE_FILTER,
+    PHYSICAL_GPU_FILTER,
+    LabelPatch,
+    label_patches,
+    removal_patches,
+)
+
+MODULE = "gpu"
+CONFIG = f"""
+configVersion: v1
+afterDeleteHelm: 10
+kubernetes:
+  - name: physical_gpus
+    group: main
+    queue: /modules/{MODULE}/gpu-node-labels
+    apiVersion: gpu.deckhouse.io/v1alpha1
+    kind: PhysicalGPU
+    labelSelector:
+      matchLabels:
+        gpu.deckhouse.io/vendor: nvidia
+    jqFilter: '{PHYSICAL_GPU_FILTER}'
+    keepFullObjectsInMemory: false
+  - name: nodes
+    group: main
+    queue: /modules/{MODULE}/gpu-node-labels
+    apiVersion: v1
+    kind: Node
+    jqFilter: '{NODE_FILTER}'
+    keepFullObjectsInMemory: false
+"""
+
+
+def _apply(ctx: Any, patches: list[LabelPatch]) -> None:
+    for patch in patches:
+        # A node deleted since the snapshot was taken needs no label.
+        ctx.kubernetes.merge_patch(
+            "Node", "", patch.node, patch.merge_patch(), apiVersion="v1", ignoreMissingObject=True
+        )
+
+
+def main(ctx: Any) -> None:
+    nodes = ctx.snapshots.get("nodes", [])
+    if ctx.binding_context.get("binding") == "afterDeleteHelm":
+        _apply(ctx, removal_patches(nodes))
+        return
+    settings = ctx.values.get(MODULE) or {}
+    _apply(ctx, label_patches(ctx.snapshots.get("physical_gpus", []), nodes, settings))
+
+
+if __name__ == "__main__":
+    hook.run(main, config=CONFIG)
