@@ -128,7 +128,7 @@ def removal_patches(nodes: Iterable[Any]) -> list[LabelPatch]:
     """The patches that take the owned labels off every node (the module is being deleted)."""
     patches = []
     for name, labels in sorted(_nodes(nodes).items()):
-        owned = {label: None for label in OWNED_LABELS if label in labels}
+        owned: dict[str, str | None] = {label: None for label in OWNED_LABELS if label in labels}
         if owned:
             patches.append(LabelPatch(name, owned))
     return patches

@@ -12,6 +12,7 @@ import kubernetes_validate
 import pytest
 
 from tests.support.helm_chart import MONITORING_APIS, HelmFailed, Rendered, render
+from tests.support.k8s_semantics import iter_errors
 from tests.support.module_images import RUNTIME_IMAGES
 from tests.support.module_values import REGISTRY, digest, module_values
 
@@ -520,3 +521,9 @@ def test_the_dra_controller_serves_the_webhook_only_with_a_certificate() -> None
     port = next(p for p in service["spec"]["ports"] if p["port"] == hook["clientConfig"]["service"]["port"])
     assert port["targetPort"] in {p["name"] for p in container["ports"]}
     assert hook["failurePolicy"] == "Ignore"
+
+
+@pytest.mark.parametrize("rendered", every("semantics"))
+def test_every_object_passes_the_api_servers_semantic_rules(rendered: Rendered) -> None:
+    sizes = [len(str(obj)) for obj in rendered.objects]
+    assert list(iter_errors(rendered.objects, sizes)) == []
