@@ -136,7 +136,7 @@ def test_the_node_list_affinity_the_server_refused_is_caught() -> None:
     )
 
 
-BROKEN_PODS = {
+BROKEN_PODS: dict[str, tuple[dict[str, Any], str]] = {
     "toleration value with Exists": (
         {"tolerations": [{"key": "a", "operator": "Exists", "value": "x"}]},
         "tolerations[0].operator",
