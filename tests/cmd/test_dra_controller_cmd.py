@@ -122,7 +122,7 @@ def test_unreadable_files_exit_2_with_the_reason(
     broken.write_text("kind: [unclosed")
     code, _ = run("--slices", str(broken), "--classes", str(broken), "--claims", str(broken))
     assert code == 2
-    assert capsys.readouterr().err.startswith(f"gpu-dra-controller allocate: {broken}:")
+    assert capsys.readouterr().err.startswith(f"gpu-dra-controller allocate: {broken} is not valid YAML")
     code, _ = run(
         "--slices", str(tmp_path / "missing.yaml"), "--classes", str(broken), "--claims", str(broken)
     )

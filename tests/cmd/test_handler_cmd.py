@@ -189,7 +189,7 @@ def test_render_slices_prints_valid_pools_for_each_version(host, tmp_path, capsy
     path.write_text(yaml.safe_dump_all([card, ready_card("w2", "0000:17:00.0", "t4")]))
     for version, minor in (("1.34", 34), ("1.35", 35)):
         assert main(["render-slices", "--k8s-version", version, "--physicalgpus", str(path)]) == 0
-        slices = yaml.safe_load(capsys.readouterr().out)
+        slices = list(yaml.safe_load_all(capsys.readouterr().out))
         assert {s["spec"]["pool"]["name"] for s in slices} == {"gpus/w1", "gpus/w2"}
         for node in ("w1", "w2"):
             assert validate_pool([s for s in slices if s["spec"]["nodeName"] == node], minor) == []
@@ -208,7 +208,7 @@ def test_render_slices_flags(tmp_path, capsys, flags, expected_devices):
     path = tmp_path / "cards.yaml"
     path.write_text(yaml.safe_dump(ready_card("w1", "0000:17:00.0", "a30")))
     assert main(["render-slices", "--k8s-version", "1.35", "--physicalgpus", str(path), *flags]) == 0
-    slices = yaml.safe_load(capsys.readouterr().out)
+    slices = list(yaml.safe_load_all(capsys.readouterr().out))
     assert sum(len(s["spec"].get("devices", [])) for s in slices) == expected_devices
 
 
@@ -218,5 +218,34 @@ def test_render_slices_without_consumable_capacity_shares_nothing(tmp_path, caps
     argv = ["render-slices", "--k8s-version", "1.35", "--physicalgpus", str(path),
             "--node-labels", "gpu.deckhouse.io/sharing=true", "--no-consumable-capacity"]  # fmt: skip
     assert main(argv) == 0
-    devices = [d for s in yaml.safe_load(capsys.readouterr().out) for d in s["spec"].get("devices", [])]
+    devices = [d for s in yaml.safe_load_all(capsys.readouterr().out) for d in s["spec"].get("devices", [])]
     assert not any(d.get("allowMultipleAllocations") for d in devices)
+
+
+def test_render_slices_output_is_what_allocate_reads(tmp_path, capsys):
+    # The commands read each other's output: the slices go straight into a dry-run allocation.
+    from deckhouse_gpu.cmd import dra_controller  # noqa: PLC0415
+
+    cards = tmp_path / "cards.yaml"
+    cards.write_text(yaml.safe_dump(ready_card("w1", "0000:17:00.0", "a30")))
+    assert main(["render-slices", "--k8s-version", "1.35", "--physicalgpus", str(cards)]) == 0
+    slices = tmp_path / "slices.yaml"
+    slices.write_text(capsys.readouterr().out)
+    claims = tmp_path / "claims.yaml"
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu-a30", "count": 1}}
+    claims.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"namespace": "ml", "name": "one"},
+                "spec": {"devices": {"requests": [request]}},
+            }
+        )
+    )
+    classes = Path(__file__).resolve().parents[2] / "docs" / "examples" / "deviceclasses.yaml"
+    argv = ["allocate", "--slices", str(slices), "--classes", str(classes), "--claims", str(claims)]
+    assert dra_controller.main(argv) == 0
+    report = yaml.safe_load(capsys.readouterr().out)
+    (placed,) = report["claims"]
+    assert placed["allocation"]["devices"]["results"][0]["device"] == "gpu-0000-17-00-0"

@@ -126,6 +126,19 @@ def test_a_failing_mig_create_leaves_nothing_behind(world):
     assert service.prepare([ref(claim)])[ref(claim).uid].error == ""  # the kubelet's retry works
 
 
+def test_a_card_the_driver_never_registered_fails_mig_prepare_naming_the_file(world):
+    info = world.root / "host/proc/driver/nvidia/gpus" / A30 / "information"
+    info.unlink()
+    claim = allocate(world.api, "c1", "gpu-0000-17-00-0-mig-1g-6gb-0")
+    result = world.service().prepare([ref(claim)])[ref(claim).uid]
+    assert f"cannot read {info}: No such file or directory" in result.error
+    assert "is the card bound to the nvidia driver" in result.error
+    assert "KeyError" not in result.error
+    assert world.mig.instances(A30) == []
+    assert not world.mig.mig_enabled(A30)
+    assert checkpoint(world) == {}
+
+
 def test_busy_card_cannot_switch_to_mig(world):
     claim = allocate(world.api, "c1", "gpu-0000-17-00-0-mig-1g-6gb-0")
     world.nvml.set_busy(A30)

@@ -72,7 +72,7 @@ def build_world(root: Path, cards: dict[str, str]) -> PrepareWorld:
         api.create(PHYSICAL_GPUS, card)
         api.patch(PHYSICAL_GPUS, card["metadata"]["name"], {"status": status}, subresource="status")
     nvml = SimulatedNVML(cards, node_name=NODE)
-    mig = HostTreeMig(SimulatedMig(nvml), host, minors)
+    mig = HostTreeMig(SimulatedMig(nvml), host)
     return PrepareWorld(root, api, nvml, mig, root / "cdi", root / "plugin" / "checkpoint.json")
 
 

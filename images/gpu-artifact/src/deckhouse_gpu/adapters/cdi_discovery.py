@@ -93,8 +93,7 @@ class CdiDiscovery:
         return tuple(found)
 
     def card_node(self, pci_address: str) -> CardNode:
-        info = self.host_root / "proc/driver/nvidia/gpus" / pci_address.lower() / "information"
-        minor = _read_minor(info, _DEVICE_MINOR, "Device Minor")
+        minor = card_minor(self.host_root, pci_address)
         node = self._node(f"/dev/nvidia{minor}")
         if node is None:
             log.warning("card device node missing", extra={"path": f"/dev/nvidia{minor}", "pci": pci_address})
@@ -102,8 +101,11 @@ class CdiDiscovery:
 
     def mig_caps(self, card_minor: int, gpu_instance_id: int, compute_instance_id: int) -> MigCaps:
         instance = self.host_root / f"proc/driver/nvidia/capabilities/gpu{card_minor}/mig/gi{gpu_instance_id}"
-        gi_minor = _read_minor(instance / "access", _FILE_MINOR, "DeviceFileMinor")
-        ci_minor = _read_minor(instance / f"ci{compute_instance_id}/access", _FILE_MINOR, "DeviceFileMinor")
+        meaning = "the driver publishes it for every MIG instance it created; was the instance destroyed?"
+        gi_minor = _read_minor(instance / "access", _FILE_MINOR, "DeviceFileMinor", meaning)
+        ci_minor = _read_minor(
+            instance / f"ci{compute_instance_id}/access", _FILE_MINOR, "DeviceFileMinor", meaning
+        )
         # Both nodes share nvidia-caps' major; use it only when both real nodes agree on it.
         majors = {
             node.major if node else None
@@ -191,14 +193,24 @@ class CdiDiscovery:
         return DeviceNode(path, None, int(card.group(1)) if card else None)
 
 
-def _read_minor(path: Path, pattern: re.Pattern[str], field: str) -> int:
+def card_minor(host_root: Path, pci_address: str) -> int:
+    """The card's /dev/nvidia<minor> number, from the file the NVIDIA driver keeps for each card."""
+    info = host_root / "proc/driver/nvidia/gpus" / pci_address.lower() / "information"
+    meaning = (
+        "the NVIDIA driver writes it for every card it drives; is the card bound to the nvidia "
+        "driver and the kernel module loaded?"
+    )
+    return _read_minor(info, _DEVICE_MINOR, "Device Minor", meaning)
+
+
+def _read_minor(path: Path, pattern: re.Pattern[str], field: str, meaning: str) -> int:
     try:
         text = path.read_text()
     except OSError as error:
-        raise DiscoveryError(f"cannot read {path}: {error.strerror or error}") from None
+        raise DiscoveryError(f"cannot read {path}: {error.strerror or error} ({meaning})") from None
     match = pattern.search(text)
     if match is None:
-        raise DiscoveryError(f"{path} has no '{field}: N' line")
+        raise DiscoveryError(f"{path} has no '{field}: N' line ({meaning})")
     return int(match.group(1))
 
 

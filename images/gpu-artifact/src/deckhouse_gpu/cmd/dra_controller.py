@@ -9,39 +9,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import yaml
 
+from deckhouse_gpu.adapters.manifest_files import ManifestError, load_objects
 from deckhouse_gpu.cmd.dra_controller_run import add_run_arguments, run_in_cluster
 from deckhouse_gpu.domain.allocation.semantics import VERSIONS, Semantics
 from deckhouse_gpu.services.allocation_preview import preview
 
 COMPONENT = "gpu-dra-controller"
-
-
-class InputError(Exception):
-    pass
-
-
-def load_objects(path: str) -> list[dict[str, Any]]:
-    """Objects from a YAML file: several documents, a ``List`` (kubectl get -o yaml), or both."""
-    try:
-        documents = list(yaml.safe_load_all(Path(path).read_text()))
-    except (OSError, yaml.YAMLError) as error:
-        raise InputError(f"{path}: {error}") from error
-    found: list[dict[str, Any]] = []
-    for document in documents:
-        if document is None:
-            continue
-        if not isinstance(document, dict):
-            raise InputError(f"{path}: a document is not an object")
-        if document.get("kind", "").endswith("List") and isinstance(document.get("items"), list):
-            found += [item for item in document["items"] if isinstance(item, dict)]
-        else:
-            found.append(document)
-    return found
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -72,7 +49,7 @@ def allocate(args: argparse.Namespace, out: TextIO) -> int:
         classes = load_objects(args.classes)
         claims = load_objects(args.claims)
         allocated = load_objects(args.allocated) if args.allocated else []
-    except InputError as error:
+    except ManifestError as error:
         print(f"{COMPONENT} allocate: {error}", file=sys.stderr)
         return 2
     semantics = Semantics(args.k8s_version, strict=args.strict)

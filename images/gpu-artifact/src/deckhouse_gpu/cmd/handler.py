@@ -14,18 +14,19 @@ import logging
 import os
 import sys
 import threading
-from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import yaml
 
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
+from deckhouse_gpu.adapters.manifest_files import load_objects
 from deckhouse_gpu.cmd import driver_validator
 from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
+from deckhouse_gpu.domain import physicalgpu as pg
 from deckhouse_gpu.domain.hardware_health import HealthSettings
 from deckhouse_gpu.domain.inventory import node_selector
 from deckhouse_gpu.domain.slice_layout import LayoutError
@@ -143,33 +144,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def load_objects(path: str) -> list[dict[str, Any]]:
-    """PhysicalGPUs from a file as `kubectl get -o yaml` or the agent's dry-run prints them."""
-    try:
-        documents = list(yaml.safe_load_all(Path(path).read_text()))
-    except OSError as error:
-        raise ValueError(f"cannot read {path}: {error.strerror or error}") from error
-    except yaml.YAMLError as error:
-        raise ValueError(f"{path} is not valid YAML: {error}") from error
-    objects: list[dict[str, Any]] = []
-    for document in documents:
-        if document is None:
-            continue
-        items = (
-            document.get("items")
-            if isinstance(document, dict) and document.get("kind", "").endswith("List")
-            else [document]
-        )
-        for item in items or []:
-            if not isinstance(item, dict) or item.get("kind") != "PhysicalGPU":
-                raise ValueError(f"{path}: expected PhysicalGPU objects, found {str(item)[:80]!r}")
-            objects.append(item)
-    return objects
-
-
 def snapshot(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        objects = load_objects(args.physicalgpus)
+        objects = load_objects(args.physicalgpus, pg.KIND)
         addresses = sorted(
             str(o["status"]["pciInfo"]["address"])
             for o in objects
@@ -189,7 +166,7 @@ def snapshot(args: argparse.Namespace, out: TextIO) -> int:
 
 def render_slices(args: argparse.Namespace, out: TextIO) -> int:
     try:
-        objects = load_objects(args.physicalgpus)
+        objects = load_objects(args.physicalgpus, pg.KIND)
         labels = dict(item.split("=", 1) for item in args.node_labels.split(",") if item)
     except ValueError as error:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
@@ -202,7 +179,9 @@ def render_slices(args: argparse.Namespace, out: TextIO) -> int:
     except LayoutError as error:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
         return 2
-    out.write(yaml.safe_dump(slices, sort_keys=False))
+    # Documents, like every other command prints objects: kubectl apply -f and the other
+    # commands' --slices read them as they are.
+    out.write(yaml.safe_dump_all(slices, sort_keys=False, explicit_start=True))
     return 0
 
 
@@ -224,7 +203,7 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     plugin = None
     if not args.no_kubelet_plugin:
         prepare, paths, write_base_spec = build_prepare(
-            args, api, nvml, addresses, clock, on_mode_change=lambda: loop.notify(Trigger("prepare", "mode"))
+            args, api, nvml, clock, on_mode_change=lambda: loop.notify(Trigger("prepare", "mode"))
         )
         loop.modes = lambda: prepare.modes  # offers follow what is prepared (ARCHITECTURE.md D2 b)
         loop.after_publish = write_base_spec

@@ -77,23 +77,15 @@ def discovery(args: argparse.Namespace) -> CdiDiscovery:
     return CdiDiscovery(MountedDriverRoot(mount), args.host_root or "/", args.host_driver_root)
 
 
-def mig_control(
-    args: argparse.Namespace, nvml: NVML, found: CdiDiscovery, addresses: list[str]
-) -> MigControl:
+def mig_control(args: argparse.Namespace, nvml: NVML) -> MigControl:
     if args.nvml_sim:
         from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig  # noqa: PLC0415
         from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig  # noqa: PLC0415
         from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML  # noqa: PLC0415
 
         assert isinstance(nvml, SimulatedNVML)
-        minors = {}
-        for address in addresses:
-            try:
-                minors[address] = found.card_node(address).minor
-            except DiscoveryError:
-                continue  # no /proc/driver/nvidia entry: the simulated host has no driver tree for it
         if not args.host_root:
-            return HostTreeMig(SimulatedMig(nvml), Path("/"), minors)
+            return HostTreeMig(SimulatedMig(nvml), Path("/"))
         from deckhouse_gpu.adapters.sim.sim_mig_state import PersistentSimMig  # noqa: PLC0415
 
         # A simulated host keeps its MIG state on disk, as a GPU keeps it across a plugin crash;
@@ -103,7 +95,7 @@ def mig_control(
             persistent.load()
         except MigError as error:  # every MIG call reports it too, to the kubelet's Pods
             log.error("simulated MIG state not restored", extra={"error": str(error)})
-        return HostTreeMig(persistent, Path(args.host_root), minors)
+        return HostTreeMig(persistent, Path(args.host_root))
     from deckhouse_gpu.adapters.nvml_mig import RealMig  # noqa: PLC0415
     from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415
 
@@ -115,7 +107,6 @@ def build_prepare(
     args: argparse.Namespace,
     api: KubeAPI,
     nvml: NVML,
-    addresses: list[str],
     clock: Clock,
     on_mode_change: Callable[[], None],
 ) -> tuple[PrepareService, PluginPaths, Callable[[list[str]], None]]:
@@ -130,7 +121,7 @@ def build_prepare(
         args.node_name,
         FileCheckpointStore(plugin_dir / "checkpoint.json", host_root=args.host_root),
         lambda: NodeLock(plugin_dir / "pu.lock"),
-        mig_control(args, nvml, found, addresses),
+        mig_control(args, nvml),
         FileClaimCDI(found, writer, hook),
         clock,
         on_mode_change=on_mode_change,

@@ -112,7 +112,7 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
         capabilities, HealthState(), clock, HandlerSettings(settings.heartbeat_seconds, health), publisher
     )
     node.prepare = prepare_service(
-        api, name, node.builder.root, node.nvml, dict(node.builder.card_minors), clock,
+        api, name, node.builder.root, node.nvml, clock,
         on_mode_change=lambda: handler.notify(Trigger("prepare", "mode")),
     )  # fmt: skip
     node.prepare.start()

@@ -29,7 +29,7 @@ HOOK = "/usr/bin/nvidia-cdi-hook"
 
 
 def prepare_service(
-    api: KubeAPI, node: str, root: Path, nvml: SimulatedNVML, minors: dict[str, int], clock: Clock,
+    api: KubeAPI, node: str, root: Path, nvml: SimulatedNVML, clock: Clock,
     on_mode_change: Callable[[], None],
 ) -> PrepareService:  # fmt: skip
     plugin_dir = root / "var/lib/kubelet/plugins" / DRIVER
@@ -39,7 +39,7 @@ def prepare_service(
         node,
         FileCheckpointStore(plugin_dir / "checkpoint.json", host_root=root),
         lambda: NodeLock(plugin_dir / "pu.lock"),
-        HostTreeMig(SimulatedMig(nvml), root, minors),
+        HostTreeMig(SimulatedMig(nvml), root),
         FileClaimCDI(discovery, CdiWriter(root / "etc/cdi"), HOOK),
         clock,
         on_mode_change=on_mode_change,

@@ -7,18 +7,29 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from deckhouse_gpu.adapters.cdi_discovery import DiscoveryError, card_minor
 from deckhouse_gpu.adapters.sim.driver_tree import add_mig_instance
 from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
-from deckhouse_gpu.ports.mig import MigInstance
+from deckhouse_gpu.ports.mig import MigError, MigInstance
 
 
 class HostTreeMig:
-    """Implements MigControl by delegating to SimulatedMig and mirroring instances on disk."""
+    """Implements MigControl by delegating to SimulatedMig and mirroring instances on disk.
 
-    def __init__(self, inner: SimulatedMig, host_root: Path, card_minors: dict[str, int]) -> None:
+    A card's minor is read from the host tree when it is needed, as the driver would have it then:
+    a card the driver registered after start works, and one it never registered fails with the
+    file's name and meaning instead of a bare lookup error.
+    """
+
+    def __init__(self, inner: SimulatedMig, host_root: Path) -> None:
         self.inner = inner
         self.host_root = host_root
-        self.card_minors = card_minors
+
+    def _minor(self, card: str) -> int:
+        try:
+            return card_minor(self.host_root, card)
+        except DiscoveryError as error:
+            raise MigError(f"card {card}: {error}") from None
 
     def mig_enabled(self, card: str) -> bool:
         return self.inner.mig_enabled(card)
@@ -33,8 +44,8 @@ class HostTreeMig:
         return self.inner.instances(card)
 
     def create_instance(self, card: str, profile_id: int, placement_start: int) -> MigInstance:
+        minor = self._minor(card)  # before the instance exists: a failure leaves nothing behind
         instance = self.inner.create_instance(card, profile_id, placement_start)
-        minor = self.card_minors[card]
         gi_minor = 100 * (minor + 1) + 2 * instance.gpu_instance_id  # unique per node, like mig-minors
         add_mig_instance(
             self.host_root,
@@ -48,8 +59,9 @@ class HostTreeMig:
 
     def destroy_instance(self, card: str, gpu_instance_id: int, compute_instance_id: int) -> None:
         self.inner.destroy_instance(card, gpu_instance_id, compute_instance_id)
-        gi_dir = (
-            self.host_root
-            / f"proc/driver/nvidia/capabilities/gpu{self.card_minors[card]}/mig/gi{gpu_instance_id}"
-        )
+        try:
+            minor = card_minor(self.host_root, card)
+        except DiscoveryError:
+            return  # the driver never registered the card, so it published no capability files
+        gi_dir = self.host_root / f"proc/driver/nvidia/capabilities/gpu{minor}/mig/gi{gpu_instance_id}"
         shutil.rmtree(gi_dir, ignore_errors=True)
