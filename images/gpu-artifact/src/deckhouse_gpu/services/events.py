@@ -11,8 +11,20 @@ from deckhouse_gpu.ports.kube import EVENTS, KubeAPI, KubeError
 
 log = logging.getLogger(__name__)
 
-# Events about cluster-scoped objects live in "default", as kubectl describe expects.
+# Events about cluster-scoped objects live in "default", as kubectl describe expects (and as the
+# API server's validation of events without eventTime allows).
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
+# What the API server keeps of an Event's message (events.k8s.io caps its note at 1 kB as well).
+MESSAGE_LIMIT = 1024
+_NAME_LIMIT = 253
+_SUFFIX_LENGTH = 17  # "." and 16 hex digits
+
+
+def event_name(regarding: str) -> str:
+    """A unique Event name that stays a DNS subdomain of at most 253 characters, whatever the
+    length of the object's own name (a PhysicalGPU name may already use all 253)."""
+    stem = regarding[: _NAME_LIMIT - _SUFFIX_LENGTH].rstrip("-.") or "object"
+    return f"{stem}.{uuid.uuid4().hex[:16]}"
 
 
 class EventRecorder:
@@ -31,7 +43,7 @@ class EventRecorder:
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {
-                "name": f"{metadata.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
+                "name": event_name(str(metadata.get("name") or "object")),
                 "namespace": namespace,
             },
             "involvedObject": {
@@ -43,7 +55,7 @@ class EventRecorder:
             },
             "type": kind,
             "reason": reason,
-            "message": message[:1024],
+            "message": message[:MESSAGE_LIMIT],
             "source": {"component": self.component, "host": self.host},
             "reportingComponent": f"gpu.deckhouse.io/{self.component}",
             "reportingInstance": self.host,
