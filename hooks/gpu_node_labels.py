@@ -19,6 +19,8 @@ from lib.gpu_node_labels import (
 MODULE = "gpu"
 CONFIG = f"""
 configVersion: v1
+# beforeHelm: a change of managedNodes in the ModuleConfig runs the module, not the bindings below.
+beforeHelm: 10
 afterDeleteHelm: 10
 kubernetes:
   - name: physical_gpus

@@ -149,6 +149,14 @@ def test_deleting_the_module_takes_every_owned_label_off() -> None:
     assert found == {"w1": {VALIDATOR: None, HANDLER: None}, "w2": {VALIDATOR: None}}
 
 
+def test_a_settings_change_relabels_before_helm_runs() -> None:
+    # The ModuleConfig now opts out a pool: beforeHelm carries the snapshots and the new settings.
+    settings = {"managedNodes": {"nodeSelector": {"pool": "gpu"}}}
+    nodes = [node("w1", pool="gpu", **BOTH), node("w2", pool="old", **BOTH)]
+    found = patches([gpu("w1"), gpu("w2")], nodes, settings, binding="beforeHelm")
+    assert found == {"w2": {VALIDATOR: None, HANDLER: None}}
+
+
 def test_the_hook_prints_a_valid_config_when_asked() -> None:
     # addon-operator runs every hook once with --config to learn its bindings.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOKS), *sys.path])}
@@ -162,7 +170,7 @@ def test_the_hook_prints_a_valid_config_when_asked() -> None:
     )
     config = yaml.safe_load(done.stdout)
     assert config["configVersion"] == "v1"
-    assert config["afterDeleteHelm"] == 10
+    assert (config["beforeHelm"], config["afterDeleteHelm"]) == (10, 10)
     bindings = {binding["name"]: binding for binding in config["kubernetes"]}
     assert set(bindings) == {"physical_gpus", "nodes"}
     assert bindings["physical_gpus"]["kind"] == "PhysicalGPU"
