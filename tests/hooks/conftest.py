@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+
+import yaml
 
 HOOKS = Path(__file__).resolve().parents[2] / "hooks"
 if str(HOOKS) not in sys.path:
@@ -20,3 +25,13 @@ def load_hook(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def hook_config(name: str) -> Any:
+    """What the hook prints for ``--config``, as addon-operator runs it once to learn its bindings;
+    the hook file must also be executable, or Deckhouse never runs it."""
+    assert os.access(HOOKS / f"{name}.py", os.X_OK), f"{name}.py is not executable"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOKS), *sys.path])}
+    command = [sys.executable, str(HOOKS / f"{name}.py"), "--config"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, check=True)
+    return yaml.safe_load(done.stdout)

@@ -4,16 +4,13 @@ label patches it asks Deckhouse to apply."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from typing import Any
 
 import pytest
-import yaml
 from deckhouse import hook
 
-from tests.hooks.conftest import HOOKS, load_hook
+from tests.hooks.conftest import hook_config, load_hook
 
 HOOK = load_hook("gpu_node_labels")
 VALIDATOR = "gpu.deckhouse.io/nvidia"
@@ -158,17 +155,7 @@ def test_a_settings_change_relabels_before_helm_runs() -> None:
 
 
 def test_the_hook_prints_a_valid_config_when_asked() -> None:
-    # addon-operator runs every hook once with --config to learn its bindings.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOKS), *sys.path])}
-    done = subprocess.run(
-        [sys.executable, str(HOOKS / "gpu_node_labels.py"), "--config"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=True,
-    )
-    config = yaml.safe_load(done.stdout)
+    config = hook_config("gpu_node_labels")
     assert config["configVersion"] == "v1"
     assert (config["beforeHelm"], config["afterDeleteHelm"]) == (10, 10)
     bindings = {binding["name"]: binding for binding in config["kubernetes"]}
@@ -176,7 +163,6 @@ def test_the_hook_prints_a_valid_config_when_asked() -> None:
     assert bindings["physical_gpus"]["kind"] == "PhysicalGPU"
     assert bindings["physical_gpus"]["jqFilter"].startswith("{node: .status.nodeInfo.nodeName")
     assert {binding["group"] for binding in bindings.values()} == {"main"}
-    assert os.access(HOOKS / "gpu_node_labels.py", os.X_OK)
 
 
 def jq(program: str, document: dict[str, Any]) -> Any:

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import subprocess
-import sys
 from typing import Any
 
-import yaml
 from deckhouse import hook
 
-from tests.hooks.conftest import HOOKS, load_hook
+from tests.hooks.conftest import hook_config, load_hook
 
 HOOK = load_hook("module_status")
 GROUP = "d8_gpu_module_status"
@@ -119,16 +116,7 @@ def test_the_webhook_certificate_expiry_is_reported() -> None:
 
 
 def test_the_hook_config_binds_physicalgpus_gpu_nodes_and_a_schedule() -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOKS), *sys.path])}
-    done = subprocess.run(
-        [sys.executable, str(HOOKS / "module_status.py"), "--config"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=True,
-    )
-    config = yaml.safe_load(done.stdout)
+    config = hook_config("module_status")
     gpus, nodes = config["kubernetes"]
     assert (gpus["kind"], gpus["group"], nodes["kind"], nodes["group"]) == (
         "PhysicalGPU",
@@ -138,7 +126,6 @@ def test_the_hook_config_binds_physicalgpus_gpu_nodes_and_a_schedule() -> None:
     )
     assert nodes["labelSelector"] == {"matchExpressions": [{"key": VALIDATOR, "operator": "Exists"}]}
     assert config["schedule"][0]["group"] == "main"
-    assert os.access(HOOKS / "module_status.py", os.X_OK)
 
 
 def test_the_jq_filter_extracts_what_the_hook_reads() -> None:

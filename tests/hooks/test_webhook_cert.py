@@ -5,20 +5,16 @@ from __future__ import annotations
 
 import base64
 import datetime
-import os
 import ssl
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from cryptography import x509
 from deckhouse import hook
 from lib import webhook_cert as wc
 
-from tests.hooks.conftest import HOOKS, load_hook
+from tests.hooks.conftest import hook_config, load_hook
 
 HOOK = load_hook("webhook_cert")
 NOW = datetime.datetime(2026, 11, 21, 12, 0, tzinfo=datetime.UTC)
@@ -165,14 +161,10 @@ def test_the_reason_for_a_new_certificate_is_given(issued: wc.WebhookCert) -> No
 
 
 def test_the_hook_binds_its_secret_and_a_daily_schedule() -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HOOKS), *sys.path])}
-    command = [sys.executable, str(HOOKS / "webhook_cert.py"), "--config"]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, check=True)
-    config = yaml.safe_load(done.stdout)
+    config = hook_config("webhook_cert")
     (secret,) = config["kubernetes"]
     assert (secret["kind"], secret["nameSelector"]["matchNames"]) == ("Secret", [wc.SECRET])
     assert secret["namespace"]["nameSelector"]["matchNames"] == [wc.NAMESPACE]
     (schedule,) = config["schedule"]
     assert schedule["crontab"] == "17 3 * * *"
     assert secret["group"] == schedule["group"]  # one group: every run sees the Secret's snapshot
-    assert os.access(HOOKS / "webhook_cert.py", os.X_OK)
