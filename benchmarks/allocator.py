@@ -28,7 +28,7 @@ from deckhouse_gpu.domain.allocation.node_match import Node
 from deckhouse_gpu.domain.allocation.search import Allocator
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.allocation.state import AllocatedState
-from deckhouse_gpu.domain.offers import physical_name
+from deckhouse_gpu.domain.offers.model import physical_name
 from deckhouse_gpu.services.slice_preview import render_nodes
 
 NODES = 500

@@ -55,11 +55,11 @@ from typing import Any
 from tests.support.gpu_objects import node_cards
 
 from benchmarks.common import line
-from deckhouse_gpu.domain.card_offers import card_offers
-from deckhouse_gpu.domain.dra_cel import SelectorEngine, device_view
-from deckhouse_gpu.domain.offers import OfferPolicy
-from deckhouse_gpu.domain.quantity import Quantity
-from deckhouse_gpu.domain.slice_layout import render
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity
+from deckhouse_gpu.domain.cel import SelectorEngine, device_view
+from deckhouse_gpu.domain.offers.card_offers import card_offers
+from deckhouse_gpu.domain.offers.model import OfferPolicy
+from deckhouse_gpu.domain.offers.slice_layout import render
 
 DRIVER = "gpu.deckhouse.io"
 _A = f'device.attributes["{DRIVER}"]'

@@ -12,8 +12,8 @@ from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.sim_nvml import from_model_list
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
-from deckhouse_gpu.domain.hardware_health import HealthSettings
-from deckhouse_gpu.domain.nvidia_status import nvidia_view
+from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.nvidia_status import nvidia_view
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
 from deckhouse_gpu.services.capabilities import CapabilitiesPass

@@ -8,9 +8,9 @@ from tests.support.gpu_objects import node_cards
 
 from benchmarks.common import line, report, timed
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.domain.card_offers import card_offers
-from deckhouse_gpu.domain.offers import OfferPolicy
-from deckhouse_gpu.domain.slice_layout import render
+from deckhouse_gpu.domain.offers.card_offers import card_offers
+from deckhouse_gpu.domain.offers.model import OfferPolicy
+from deckhouse_gpu.domain.offers.slice_layout import render
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES
 from deckhouse_gpu.services.events import EventRecorder

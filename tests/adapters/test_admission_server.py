@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from deckhouse_gpu.adapters.admission_server import AdmissionServer, CertificateError, serve_admission
-from deckhouse_gpu.domain.opaque_config import API_VERSION
+from deckhouse_gpu.domain.config.opaque_config import API_VERSION
 from deckhouse_gpu.services.config_admission import review as real_review
 
 NOW = datetime.datetime.now(datetime.UTC)

@@ -19,8 +19,14 @@ from deckhouse_gpu.adapters.sim.driver_tree import (
     link,
     write,
 )
-from deckhouse_gpu.domain.cdi_rules import validate_spec
-from deckhouse_gpu.domain.cdi_spec import CardNode, ClaimDevice, DeviceNode, base_spec, claim_spec
+from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
+from deckhouse_gpu.domain.prepare.cdi_spec import (
+    CardNode,
+    ClaimDevice,
+    DeviceNode,
+    base_spec,
+    claim_spec,
+)
 
 PCI = "0000:17:00.0"
 LIBS = f"/{LIB_DIR}"

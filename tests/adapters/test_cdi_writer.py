@@ -5,7 +5,7 @@ import stat
 import pytest
 
 from deckhouse_gpu.adapters.cdi_writer import CdiSpecError, CdiWriter
-from deckhouse_gpu.domain.cdi_spec import (
+from deckhouse_gpu.domain.prepare.cdi_spec import (
     CardNode,
     ClaimDevice,
     DeviceNode,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.ports.nvml import NVMLQueryFailed, Placement
+from deckhouse_gpu.domain.inventory.nvml_snapshot import Placement
+from deckhouse_gpu.ports.nvml import NVMLQueryFailed
 from tests.support import fake_pynvml
 from tests.support.fake_pynvml import GPU_IS_LOST, Card, FakeLibrary, real_nvml
 

@@ -18,7 +18,7 @@ from deckhouse_gpu.adapters.sim.nvml_data import (
     load_model,
     parse_model,
 )
-from deckhouse_gpu.ports.nvml import GpuInstanceProfile
+from deckhouse_gpu.domain.inventory.nvml_snapshot import GpuInstanceProfile
 
 MIG_MODELS = ["a30", "a100-40gb", "a100-80gb", "h100-80gb"]
 ARCHITECTURES = {"Turing": (7, 5), "Ampere": (8, 0), "Ada Lovelace": (8, 9), "Hopper": (9, 0)}

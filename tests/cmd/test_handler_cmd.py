@@ -11,7 +11,7 @@ import yaml
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.cmd.handler import main
 from deckhouse_gpu.cmd.node_agent import main as agent_main
-from deckhouse_gpu.domain.slice_rules import validate_pool
+from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
 from tests.support.fake_apiserver import FakeApiServer
 from tests.support.gpu_objects import ready_card

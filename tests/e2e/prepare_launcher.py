@@ -30,7 +30,7 @@ from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.cmd import handler, handler_wiring
 from deckhouse_gpu.cmd.plugin_wiring import build_prepare
-from deckhouse_gpu.domain.checkpoint import Checkpoint, Decoded
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, Decoded
 from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef

@@ -16,7 +16,7 @@ from typing import Any
 
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.sim_mig_state import STATE_FILE
-from deckhouse_gpu.domain.cdi_spec import claim_spec_file
+from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 
 NODE = "w1"

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.adapters.sim.driver_tree import write
-from deckhouse_gpu.domain.cdi_rules import validate_spec
-from deckhouse_gpu.domain.cdi_spec import claim_spec_file
+from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
+from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.cdi_rules import validate_spec
+from deckhouse_gpu.domain.inventory.physicalgpu import DRIVER_READY
 from deckhouse_gpu.domain.naming import physical_gpu_name
-from deckhouse_gpu.domain.physicalgpu import DRIVER_READY
-from deckhouse_gpu.domain.slice_rules import validate_pool
+from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from tests.e2e.sim_node import (
     CARD_A,

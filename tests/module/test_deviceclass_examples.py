@@ -24,11 +24,11 @@ import pytest
 import yaml
 
 from deckhouse_gpu.adapters.sim.scenario import parse_scenario
-from deckhouse_gpu.cmd.simulation import SimulatedCluster
-from deckhouse_gpu.domain.dra_cel import CompiledSelector, SelectorEngine, SelectorError, device_view
-from deckhouse_gpu.domain.offers import mig_name, physical_name
-from deckhouse_gpu.domain.quantity import Quantity
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity
+from deckhouse_gpu.domain.cel import CompiledSelector, SelectorEngine, SelectorError, device_view
+from deckhouse_gpu.domain.offers.model import mig_name, physical_name
 from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.simulator.simulation import SimulatedCluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 DRIVER = "gpu.deckhouse.io"

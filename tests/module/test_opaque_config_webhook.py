@@ -17,7 +17,7 @@ import yaml
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
-from deckhouse_gpu.domain.opaque_config import DRIVER, decode
+from deckhouse_gpu.domain.config.opaque_config import DRIVER, decode
 from deckhouse_gpu.services.config_admission import review
 from tests.support.helm_chart import render
 from tests.support.module_values import module_values

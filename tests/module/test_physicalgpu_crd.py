@@ -1,6 +1,6 @@
 """The PhysicalGPU CRD (crds/physicalgpu.yaml) stays in sync with the models: its shape and required fields.
 
-The models in ``deckhouse_gpu.domain.physicalgpu`` are what the components write; the CRD is what
+The models in ``deckhouse_gpu.domain.inventory.physicalgpu`` are what the components write; the CRD is what
 the API server accepts. Any drift between them (a renamed field, a new enum value, an optional
 field that became required) must fail here rather than as a pruned field or a rejected status
 update on a real cluster. Descriptions, printer columns and value validation have files of their own.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from deckhouse_gpu.domain import physicalgpu as pg
-from deckhouse_gpu.domain.codec import openapi_schema
+from deckhouse_gpu.domain.apimachinery.codec import openapi_schema
+from deckhouse_gpu.domain.inventory import physicalgpu as pg
 from tests.support import crd_schema
 from tests.support.crd_drift import differences, required_mismatches
 from tests.support.crd_schema import VALIDATION_KEYS, Schema, node_at, structural, walk

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain import physicalgpu as pg
+from deckhouse_gpu.domain.inventory import physicalgpu as pg
 from tests.support import crd_schema
 from tests.support.crd_jsonpath import TOKEN, resolve
 from tests.support.crd_schema import Schema

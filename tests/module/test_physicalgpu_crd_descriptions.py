@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.domain import physicalgpu as pg
+from deckhouse_gpu.domain.inventory import physicalgpu as pg
 from tests.support import crd_schema
 from tests.support.crd_schema import CRD_FILE, CYRILLIC, Schema, description_paths, walk
 

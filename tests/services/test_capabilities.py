@@ -6,7 +6,7 @@ import pytest
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.sim_nvml import Query, SimulatedNVML
-from deckhouse_gpu.domain.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.ports.kube import EVENTS, PHYSICAL_GPUS, Unavailable
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.events import EventRecorder

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deckhouse_gpu.domain.opaque_config import API_VERSION
+from deckhouse_gpu.domain.config.opaque_config import API_VERSION
 from deckhouse_gpu.services.config_admission import review
 
 UID = "6f1e3a52-8d5c-4d0b-9a59-2b2f0c6a1e11"

@@ -14,7 +14,7 @@ from prometheus_client import generate_latest
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.cmd.dra_controller_run import RunningDraController, start_dra_controller
-from deckhouse_gpu.domain.node_bound_claims import ALLOCATE_ON_NODE, DELETE_PROTECTION
+from deckhouse_gpu.domain.allocation.node_bound_claims import ALLOCATE_ON_NODE, DELETE_PROTECTION
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_CLAIMS, RESOURCE_SLICES, Conflict
 from deckhouse_gpu.services.dra_controller import DraControllerSettings

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.domain.driver_ready import card_node, pod_node
+from deckhouse_gpu.domain.inventory.driver_ready import card_node, pod_node
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, Forbidden, Unavailable
 from deckhouse_gpu.services.driver_ready_reconciler import ERROR, SKIPPED, SUCCESS, DriverReadyReconciler

@@ -12,8 +12,8 @@ from deckhouse_gpu.adapters.driver_root import MountedDriverRoot, ProcNvidia
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.cmd import handler
 from deckhouse_gpu.cmd.driver_validator import check_forever
+from deckhouse_gpu.ports.driver_files import KernelDriver
 from deckhouse_gpu.services.driver_validation import (
-    KernelDriver,
     Verdict,
     kernel_version,
     library_version,

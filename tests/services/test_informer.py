@@ -4,7 +4,7 @@ import threading
 import time
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.domain.driver_ready import pod_node
+from deckhouse_gpu.domain.inventory.driver_ready import pod_node
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import Unavailable
 from deckhouse_gpu.services.informer import Informer, OnChange

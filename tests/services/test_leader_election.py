@@ -7,7 +7,7 @@ import pytest
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
-from deckhouse_gpu.domain.leader_lease import LeaseTimings
+from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.controller_resources import LEASES
 from deckhouse_gpu.ports.kube import EVENTS, KubeAPI, Unavailable
 from deckhouse_gpu.services.gpu_controller import ControllerSettings

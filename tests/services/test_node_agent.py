@@ -8,7 +8,7 @@ import pytest
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
-from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, Unavailable
 from deckhouse_gpu.services.deletion_watch import start_deletion_watch

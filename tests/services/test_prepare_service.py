@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.adapters.sim.sim_mig import MigOp
-from deckhouse_gpu.domain.cdi_rules import validate_spec
+from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS
 from tests.support.prepare_world import BOOT_ID, PrepareWorld, allocate, build_world

@@ -4,8 +4,8 @@ import pytest
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.feature_gates import gates_off
-from deckhouse_gpu.domain.dropped_fields import CONSUMABLE, PARTITIONABLE
-from deckhouse_gpu.domain.slice_rules import validate_pool
+from deckhouse_gpu.domain.offers.dropped_fields import CONSUMABLE, PARTITIONABLE
+from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_SLICES
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.slice_publisher import InvalidPool, PublisherSettings, SlicePublisher
@@ -147,7 +147,7 @@ def test_an_invalid_pool_is_never_written(api, clock, monkeypatch):
     pub = publisher(api, clock)
     pub.publish(node_cards("w1", "a30", 1), node(api))
     before = slices(api)
-    from deckhouse_gpu.domain import slice_layout  # noqa: PLC0415
+    from deckhouse_gpu.domain.offers import slice_layout  # noqa: PLC0415
 
     monkeypatch.setattr(slice_layout, "pool_name", lambda node: "GPUs//" + node)  # a renderer bug
     api.calls.clear()

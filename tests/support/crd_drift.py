@@ -7,7 +7,7 @@ import types
 import typing
 from typing import Any
 
-from deckhouse_gpu.domain.codec import field_key
+from deckhouse_gpu.domain.apimachinery.codec import field_key
 from tests.support.crd_schema import Schema
 
 

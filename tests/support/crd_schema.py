@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from deckhouse_gpu.domain import physicalgpu as pg
+from deckhouse_gpu.domain.inventory import physicalgpu as pg
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crds" / "physicalgpu.yaml"

@@ -1,7 +1,7 @@
 """DRA device selectors for the tests: a thin layer over the module's engine (domain/dra_cel).
 
 It keeps the tests' older spelling (``Selector(expression)``, ``device_view(device, driver)``); new
-tests use :class:`deckhouse_gpu.domain.dra_cel.SelectorEngine` directly.
+tests use :class:`deckhouse_gpu.domain.cel.SelectorEngine` directly.
 """
 
 from __future__ import annotations
@@ -9,13 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deckhouse_gpu.domain.dra_cel import (
-    MAX_EXPRESSION_BYTES,
-    DeviceView,
-    SelectorEngine,
-    SelectorError,
-)
-from deckhouse_gpu.domain.dra_cel import device_view as _device_view
+from deckhouse_gpu.domain.cel import MAX_EXPRESSION_BYTES, DeviceView, SelectorEngine, SelectorError
+from deckhouse_gpu.domain.cel import device_view as _device_view
 
 __all__ = ["MAX_EXPRESSION_BYTES", "DeviceView", "Selector", "SelectorError", "device_view", "selects"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deckhouse_gpu.domain import physicalgpu as pg
+from deckhouse_gpu.domain.inventory import physicalgpu as pg
 
 SOME_TIME = "2025-01-02T03:04:05Z"
 

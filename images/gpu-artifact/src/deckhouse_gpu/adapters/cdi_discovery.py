@@ -24,8 +24,14 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
-from deckhouse_gpu.domain.cdi_spec import CardNode, DeviceNode, DriverFile, DriverFiles, MigCaps
-from deckhouse_gpu.domain.driver_layout import BINARY_DIRS, LIBRARY_DIRS
+from deckhouse_gpu.domain.prepare.cdi_spec import (
+    CardNode,
+    DeviceNode,
+    DriverFile,
+    DriverFiles,
+    MigCaps,
+)
+from deckhouse_gpu.domain.prepare.driver_layout import BINARY_DIRS, LIBRARY_DIRS
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from deckhouse_gpu.adapters.atomic_file import replace_file, sync_directory
-from deckhouse_gpu.domain.cdi_rules import validate_spec
-from deckhouse_gpu.domain.cdi_spec import BASE_SPEC_FILE, KIND, claim_spec_file, claim_uid_of
+from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
+from deckhouse_gpu.domain.prepare.cdi_spec import (
+    BASE_SPEC_FILE,
+    KIND,
+    claim_spec_file,
+    claim_uid_of,
+)
 
 log = logging.getLogger(__name__)
 

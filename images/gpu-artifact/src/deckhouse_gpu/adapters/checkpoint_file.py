@@ -17,7 +17,13 @@ import os
 from pathlib import Path
 
 from deckhouse_gpu.adapters.atomic_file import replace_file, sync_directory, temporaries
-from deckhouse_gpu.domain.checkpoint import Checkpoint, CorruptCheckpoint, Decoded, decode, encode
+from deckhouse_gpu.domain.prepare.checkpoint import (
+    Checkpoint,
+    CorruptCheckpoint,
+    Decoded,
+    decode,
+    encode,
+)
 from deckhouse_gpu.ports.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)

@@ -6,14 +6,14 @@ from dataclasses import replace
 
 from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery
 from deckhouse_gpu.adapters.cdi_writer import CdiWriter
-from deckhouse_gpu.domain.cdi_spec import (
+from deckhouse_gpu.domain.prepare.cdi_spec import (
     ClaimDevice,
     DriverFiles,
     claim_device_name,
     claim_spec,
     qualified_id,
 )
-from deckhouse_gpu.domain.checkpoint import DevicePlan, MigRecord
+from deckhouse_gpu.domain.prepare.checkpoint import DevicePlan, MigRecord
 
 
 class FileClaimCDI:

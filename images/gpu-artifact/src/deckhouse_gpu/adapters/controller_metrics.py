@@ -15,7 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from deckhouse_gpu.domain.inventory_metrics import card_counts, condition_samples
+from deckhouse_gpu.domain.inventory.metrics import card_counts, condition_samples
 from deckhouse_gpu.ports.kube import Object
 
 RESULTS = ("success", "error", "skipped")

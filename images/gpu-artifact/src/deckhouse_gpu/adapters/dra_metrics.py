@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from deckhouse_gpu.domain.allocation_audit import KINDS, Violation
-from deckhouse_gpu.domain.allocation_metrics import allocated_groups, seconds_to_allocate
+from deckhouse_gpu.domain.allocation.audit import KINDS, Violation
+from deckhouse_gpu.domain.allocation.metrics import allocated_groups, seconds_to_allocate
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import Object
 

@@ -16,7 +16,7 @@ import subprocess
 from collections import deque
 from pathlib import Path, PurePosixPath
 
-from deckhouse_gpu.services.driver_validation import KernelDriver
+from deckhouse_gpu.ports.driver_files import KernelDriver
 
 _MAX_LINKS = 40  # what Linux allows in one path walk before ELOOP
 

@@ -12,11 +12,11 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.ports.health import HealthSource
 
 
 def serve_health(
-    health: HealthState,
+    health: HealthSource,
     address: tuple[str, int],
     monotonic: Callable[[], float],
     unhealthy_after: float = 300.0,

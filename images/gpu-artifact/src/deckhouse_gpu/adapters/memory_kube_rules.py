@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from deckhouse_gpu.domain.label_selector import Selector, parse_selector
-from deckhouse_gpu.domain.merge_patch import apply_patch
+from deckhouse_gpu.domain.apimachinery.label_selector import Selector, parse_selector
+from deckhouse_gpu.domain.apimachinery.merge_patch import apply_patch
 from deckhouse_gpu.ports.kube import Conflict, Invalid, NotFound, Object, Resource, WatchEvent
 
 Kind = tuple[str, str]  # (group, plural): the same objects whatever the version

@@ -7,7 +7,8 @@ from typing import Any
 
 from deckhouse_gpu.adapters.nvml_errors import describe
 from deckhouse_gpu.adapters.nvml_profiles import MigProfileReader
-from deckhouse_gpu.ports.nvml import DeviceSnapshot, NVMLQueryFailed
+from deckhouse_gpu.domain.inventory.nvml_snapshot import DeviceSnapshot
+from deckhouse_gpu.ports.nvml import NVMLQueryFailed
 
 # nvmlDeviceArchitecture_t; DLA/NPU codes are not GPUs and "unknown" is 0xffffffff.
 ARCHITECTURES = {

@@ -7,7 +7,8 @@ import math
 from typing import Any, Protocol
 
 from deckhouse_gpu.adapters.nvml_errors import describe
-from deckhouse_gpu.ports.nvml import GpuInstanceProfile, NVMLQueryFailed, Placement
+from deckhouse_gpu.domain.inventory.nvml_snapshot import GpuInstanceProfile, Placement
+from deckhouse_gpu.ports.nvml import NVMLQueryFailed
 
 _MIB = 1024 * 1024
 _PROFILE_VERSIONS = (3, 2, 1)  # nvmlGpuInstanceProfileInfo_v3, _v2 and the unversioned v1

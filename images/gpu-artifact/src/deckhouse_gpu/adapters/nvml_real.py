@@ -21,13 +21,8 @@ from typing import Any
 from deckhouse_gpu.adapters.nvml_card import ARCHITECTURES, CardReader
 from deckhouse_gpu.adapters.nvml_errors import describe, library_codes, unavailable_message
 from deckhouse_gpu.adapters.nvml_profiles import mig_memory_gb
-from deckhouse_gpu.ports.nvml import (
-    DeviceSnapshot,
-    DriverInfo,
-    NVMLDeviceNotFound,
-    NVMLQueryFailed,
-    NVMLUnavailable,
-)
+from deckhouse_gpu.domain.inventory.nvml_snapshot import DeviceSnapshot, DriverInfo
+from deckhouse_gpu.ports.nvml import NVMLDeviceNotFound, NVMLQueryFailed, NVMLUnavailable
 
 # The snapshot's tables and arithmetic live beside their readers; importable from here as before.
 __all__ = ["ARCHITECTURES", "RealNVML", "cuda_version_text", "mig_memory_gb", "normalize_pci_address"]

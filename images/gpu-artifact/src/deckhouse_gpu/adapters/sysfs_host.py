@@ -7,8 +7,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from deckhouse_gpu.domain.host_facts import HostFacts
-from deckhouse_gpu.domain.pci import (
+from deckhouse_gpu.domain.inventory.host_facts import HostFacts
+from deckhouse_gpu.domain.inventory.pci import (
     SUPPORTED_GPU_VENDORS,
     DeviceReadError,
     PciDevice,
@@ -18,7 +18,7 @@ from deckhouse_gpu.domain.pci import (
     parse_hex_id,
     pcie_root,
 )
-from deckhouse_gpu.domain.pciids import PciIds, parse_pci_ids
+from deckhouse_gpu.domain.inventory.pciids import PciIds, parse_pci_ids
 from deckhouse_gpu.ports.host import HostUnreadable, PciScan
 
 log = logging.getLogger(__name__)

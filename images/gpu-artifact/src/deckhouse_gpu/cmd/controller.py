@@ -23,8 +23,8 @@ from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
 from deckhouse_gpu.adapters.metrics_server import serve_endpoints
 from deckhouse_gpu.cmd.election import Election
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
-from deckhouse_gpu.domain.label_selector import parse_selector
-from deckhouse_gpu.domain.leader_lease import LeaseTimings
+from deckhouse_gpu.domain.apimachinery.label_selector import parse_selector
+from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock, SystemClock
 from deckhouse_gpu.ports.kube import KubeAPI, Object
 from deckhouse_gpu.services.events import EventRecorder

@@ -19,12 +19,12 @@ from deckhouse_gpu.adapters.dra_metrics import DraMetrics
 from deckhouse_gpu.adapters.metrics_server import serve_endpoints
 from deckhouse_gpu.cmd.election import Election
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
+from deckhouse_gpu.domain.allocation.audit import Violation
 from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
 from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
+from deckhouse_gpu.domain.allocation.claim_config import sharing_strategy
 from deckhouse_gpu.domain.allocation.semantics import VERSIONS, Semantics
-from deckhouse_gpu.domain.allocation_audit import Violation
-from deckhouse_gpu.domain.allocation_config import sharing_strategy
-from deckhouse_gpu.domain.leader_lease import LeaseTimings
+from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock, SystemClock
 from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Object
 from deckhouse_gpu.services.dra_controller import DraController, DraControllerSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from deckhouse_gpu.domain.leader_lease import LeaseTimings
+from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import KubeAPI
 from deckhouse_gpu.services.leader_election import AlwaysLeader, LeaderElector

@@ -26,10 +26,10 @@ from deckhouse_gpu.cmd import driver_validator
 from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
-from deckhouse_gpu.domain import physicalgpu as pg
-from deckhouse_gpu.domain.hardware_health import HealthSettings
-from deckhouse_gpu.domain.inventory import node_selector
-from deckhouse_gpu.domain.slice_layout import LayoutError
+from deckhouse_gpu.domain.inventory import physicalgpu as pg
+from deckhouse_gpu.domain.inventory.desired import node_selector
+from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import SystemClock, rfc3339
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
 from deckhouse_gpu.services.capabilities import CapabilitiesPass

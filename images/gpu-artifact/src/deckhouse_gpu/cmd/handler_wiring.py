@@ -10,8 +10,8 @@ import time
 
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
-from deckhouse_gpu.domain.inventory import node_selector
-from deckhouse_gpu.domain.physicalgpu import DriverType
+from deckhouse_gpu.domain.inventory.desired import node_selector
+from deckhouse_gpu.domain.inventory.physicalgpu import DriverType
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostUnreadable
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError

@@ -20,7 +20,7 @@ from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.adapters.udev_events import UdevUnavailable, watch_pci_events
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
-from deckhouse_gpu.domain.inventory import node_selector
+from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostReader, HostUnreadable
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI

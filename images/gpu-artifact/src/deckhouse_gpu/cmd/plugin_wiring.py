@@ -20,7 +20,7 @@ from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
 from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
 from deckhouse_gpu.adapters.node_lock import NodeLock
-from deckhouse_gpu.domain.cdi_spec import CardNode, base_spec
+from deckhouse_gpu.domain.prepare.cdi_spec import CardNode, base_spec
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.dra_plugin import PluginPaths
 from deckhouse_gpu.ports.kube import KubeAPI

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from deckhouse_gpu.domain.checkpoint import Checkpoint, Decoded
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, Decoded
 
 
 class CheckpointStore(Protocol):

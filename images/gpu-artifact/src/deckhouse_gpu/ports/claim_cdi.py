@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from deckhouse_gpu.domain.checkpoint import DevicePlan, MigRecord
+from deckhouse_gpu.domain.prepare.checkpoint import DevicePlan, MigRecord
 
 
 class ClaimCDI(Protocol):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from deckhouse_gpu.domain.host_facts import HostFacts
-from deckhouse_gpu.domain.pci import DeviceReadError, PciDevice
-from deckhouse_gpu.domain.pciids import PciIds
+from deckhouse_gpu.domain.inventory.host_facts import HostFacts
+from deckhouse_gpu.domain.inventory.pci import DeviceReadError, PciDevice
+from deckhouse_gpu.domain.inventory.pciids import PciIds
 
 
 class HostUnreadable(Exception):

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from deckhouse_gpu.domain import physicalgpu
+from deckhouse_gpu.domain.inventory import physicalgpu
 
 Object = dict[str, Any]
 

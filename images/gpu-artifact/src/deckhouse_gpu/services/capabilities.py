@@ -13,19 +13,18 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from deckhouse_gpu.domain import hardware_health as health
-from deckhouse_gpu.domain.handler_status import HandlerUpdate, health_changed, status_patch
-from deckhouse_gpu.domain.inventory import node_selector
-from deckhouse_gpu.domain.nvidia_status import nvidia_view
+from deckhouse_gpu.domain.inventory import hardware_health as health
+from deckhouse_gpu.domain.inventory.desired import node_selector
+from deckhouse_gpu.domain.inventory.handler_status import (
+    HandlerUpdate,
+    health_changed,
+    status_patch,
+)
+from deckhouse_gpu.domain.inventory.nvidia_status import nvidia_view
+from deckhouse_gpu.domain.inventory.nvml_snapshot import DriverInfo
 from deckhouse_gpu.ports.clock import Clock, rfc3339
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError, NotFound, Object
-from deckhouse_gpu.ports.nvml import (
-    NVML,
-    DriverInfo,
-    NVMLDeviceNotFound,
-    NVMLError,
-    NVMLUnavailable,
-)
+from deckhouse_gpu.ports.nvml import NVML, NVMLDeviceNotFound, NVMLError, NVMLUnavailable
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.status_writer import patch_status
 

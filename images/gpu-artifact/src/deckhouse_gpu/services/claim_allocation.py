@@ -18,16 +18,16 @@ from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
 from deckhouse_gpu.domain.allocation.claims import ClaimError, parse_claim, parse_classes
 from deckhouse_gpu.domain.allocation.explain import explain
 from deckhouse_gpu.domain.allocation.model import Inventory, InventoryBuilder
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search import Allocator
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import allocated_state
-from deckhouse_gpu.domain.node_bound_claims import (
+from deckhouse_gpu.domain.allocation.node_bound_claims import (
     ClaimRef,
     allocated,
     finalizer_patch,
     status_patch,
 )
+from deckhouse_gpu.domain.allocation.node_match import Node
+from deckhouse_gpu.domain.allocation.search import Allocator
+from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.domain.allocation.state import allocated_state
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, Conflict, KubeAPI, KubeError, NotFound, Object
 from deckhouse_gpu.services.events import EventRecorder
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from deckhouse_gpu.domain.checkpoint import ClaimEntry
-from deckhouse_gpu.domain.offers import DRIVER
+from deckhouse_gpu.domain.offers.model import DRIVER
+from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound
 from deckhouse_gpu.services.status_writer import patch_status
 

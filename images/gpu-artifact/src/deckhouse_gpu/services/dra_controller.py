@@ -16,11 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from deckhouse_gpu.domain.allocation.audit import StrategyOf, Violation, audit
 from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
 from deckhouse_gpu.domain.allocation.model import InventoryBuilder
+from deckhouse_gpu.domain.allocation.node_bound_claims import (
+    ClaimRef,
+    allocated,
+    bound_node,
+    marked_node,
+    pod_claims,
+)
 from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation_audit import StrategyOf, Violation, audit
-from deckhouse_gpu.domain.node_bound_claims import ClaimRef, allocated, bound_node, marked_node, pod_claims
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_CLAIMS, RESOURCE_SLICES, KubeAPI, Object
 from deckhouse_gpu.services.claim_allocation import (

@@ -10,8 +10,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from deckhouse_gpu.domain.driver_ready import Verdict, validated_by_nvidia_validator, verdict
-from deckhouse_gpu.domain.physicalgpu import DRIVER_READY, ConditionStatus
+from deckhouse_gpu.domain.inventory.driver_ready import (
+    Verdict,
+    validated_by_nvidia_validator,
+    verdict,
+)
+from deckhouse_gpu.domain.inventory.physicalgpu import DRIVER_READY, ConditionStatus
 from deckhouse_gpu.ports.clock import Clock, rfc3339
 from deckhouse_gpu.ports.kube import Forbidden, KubeError
 from deckhouse_gpu.services.driver_ready_writer import DriverReadyWriter, NotLeader, WriteResult

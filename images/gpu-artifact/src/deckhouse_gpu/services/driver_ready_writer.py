@@ -12,7 +12,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from deckhouse_gpu.domain.driver_ready import Verdict, status_of, updated_conditions
+from deckhouse_gpu.domain.inventory.driver_ready import (
+    Verdict,
+    status_of,
+    updated_conditions,
+)
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, Conflict, KubeAPI, NotFound, Object
 
 log = logging.getLogger(__name__)

@@ -16,26 +16,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Protocol
 
-from deckhouse_gpu.services.prestart import NVML_LIBRARY, DriverTree, hints, normalise_root, probe
+from deckhouse_gpu.ports.driver_files import DriverTree, KernelDriver
+from deckhouse_gpu.services.prestart import NVML_LIBRARY, hints, normalise_root, probe
 
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  ..." (proprietary) or
 # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  ..." (open modules).
 _KERNEL_VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)")
 _LIBRARY_VERSION = re.compile(r"^libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)*)$")
-
-
-@dataclass(frozen=True)
-class KernelDriver:
-    """What ``/proc/driver/nvidia`` says about the loaded kernel module."""
-
-    version_text: str | None  # None: the module is not loaded (the file is missing)
-    gpus: tuple[str, ...]  # PCI addresses the module drives
-
-
-class KernelView(Protocol):
-    def nvidia_module(self) -> KernelDriver: ...
 
 
 @dataclass(frozen=True)

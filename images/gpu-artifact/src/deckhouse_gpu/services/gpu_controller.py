@@ -16,9 +16,13 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from deckhouse_gpu.domain.conditions import find
-from deckhouse_gpu.domain.driver_ready import card_node, pod_node, validated_by_nvidia_validator
-from deckhouse_gpu.domain.physicalgpu import DRIVER_READY
+from deckhouse_gpu.domain.inventory.conditions import find
+from deckhouse_gpu.domain.inventory.driver_ready import (
+    card_node,
+    pod_node,
+    validated_by_nvidia_validator,
+)
+from deckhouse_gpu.domain.inventory.physicalgpu import DRIVER_READY
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, Object

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from deckhouse_gpu.domain.card_offers import ActiveMode, eligible
-from deckhouse_gpu.domain.hardware_health import HealthSettings
-from deckhouse_gpu.domain.slice_layout import LayoutError
+from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.offers.card_offers import ActiveMode, eligible
+from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import NODES, KubeError, WatchEvent
 from deckhouse_gpu.services.capabilities import CapabilitiesPass

@@ -3,17 +3,8 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class HealthSnapshot:
-    synced: bool  # at least one pass has finished
-    ok: bool  # the last pass succeeded
-    last_error: str | None
-    last_sync_monotonic: float | None
-    consecutive_failures: int
-    failing_since: float | None = None  # when the current run of failed passes began
+from deckhouse_gpu.domain.liveness import HealthSnapshot
 
 
 class HealthState:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from deckhouse_gpu.domain.checkpoint import Checkpoint, ClaimEntry, DevicePlan
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry, DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.mig import MigControl, MigInstance
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from deckhouse_gpu.domain.host_facts import node_info
-from deckhouse_gpu.domain.inventory import DesiredGPU, describe_gpu, node_selector
-from deckhouse_gpu.domain.pci import DeviceReadError
-from deckhouse_gpu.domain.sync_plan import plan_sync
+from deckhouse_gpu.domain.inventory.desired import DesiredGPU, describe_gpu, node_selector
+from deckhouse_gpu.domain.inventory.host_facts import node_info
+from deckhouse_gpu.domain.inventory.pci import DeviceReadError
+from deckhouse_gpu.domain.inventory.sync_plan import plan_sync
 from deckhouse_gpu.ports.host import HostReader, HostUnreadable
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, KubeError, NotFound
 from deckhouse_gpu.services.events import EventRecorder

@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from deckhouse_gpu.domain.leader_lease import (
+from deckhouse_gpu.domain.apimachinery.leader_lease import (
     Action,
     LeaseRecord,
     LeaseTimings,

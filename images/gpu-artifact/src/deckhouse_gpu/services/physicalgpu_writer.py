@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from deckhouse_gpu.domain.inventory import DesiredGPU, change_for
+from deckhouse_gpu.domain.inventory.desired import DesiredGPU, change_for
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, AlreadyExists, Conflict, KubeAPI, NotFound
 
 log = logging.getLogger(__name__)

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from deckhouse_gpu.domain.active_modes import active_modes
-from deckhouse_gpu.domain.card_offers import ActiveMode
-from deckhouse_gpu.domain.checkpoint import Checkpoint, ClaimEntry
-from deckhouse_gpu.domain.inventory import node_selector
-from deckhouse_gpu.domain.slice_layout import pool_name
+from deckhouse_gpu.domain.inventory.desired import node_selector
+from deckhouse_gpu.domain.offers.active_modes import active_modes
+from deckhouse_gpu.domain.offers.card_offers import ActiveMode
+from deckhouse_gpu.domain.offers.slice_layout import pool_name
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.clock import Clock, rfc3339

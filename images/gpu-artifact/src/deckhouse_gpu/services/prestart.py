@@ -13,10 +13,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from deckhouse_gpu.domain.driver_layout import BINARY_DIRS, LIBRARY_DIRS
+from deckhouse_gpu.domain.prepare.driver_layout import BINARY_DIRS, LIBRARY_DIRS
 from deckhouse_gpu.ports.clock import Clock
+from deckhouse_gpu.ports.driver_files import DriverTree
 
 log = logging.getLogger(__name__)
 
@@ -24,18 +24,6 @@ NVIDIA_SMI = "nvidia-smi"
 NVML_LIBRARY = "libnvidia-ml.so.1"
 CONTAINERISED_DRIVER_ROOT = "/run/nvidia/driver"  # where driver containers (GPU Operator) install
 _LISTED_ENTRIES = 40
-
-
-class DriverTree(Protocol):
-    """The driver root as mounted in the container; paths are relative to the root."""
-
-    def find_file(self, relative: str) -> Path | None:
-        """Container path of the regular file, links resolved inside the root; None if absent."""
-        ...
-
-    def entries(self) -> list[str] | None:
-        """Top-level names of the root; None when it is missing or unreadable."""
-        ...
 
 
 @dataclass(frozen=True)

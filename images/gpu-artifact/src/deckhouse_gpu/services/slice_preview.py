@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from deckhouse_gpu.domain.card_offers import card_offers, eligible
-from deckhouse_gpu.domain.slice_layout import render
+from deckhouse_gpu.domain.offers.card_offers import card_offers, eligible
+from deckhouse_gpu.domain.offers.slice_layout import render
 from deckhouse_gpu.services.slice_publisher import node_policy
 
 

@@ -16,14 +16,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from deckhouse_gpu.domain.card_offers import ActiveMode, card_offers, eligible
-from deckhouse_gpu.domain.dropped_fields import CONSUMABLE, PARTITIONABLE, dropped_features
-from deckhouse_gpu.domain.inventory import node_selector
-from deckhouse_gpu.domain.merge_patch import create_patch
-from deckhouse_gpu.domain.offers import DRIVER, OfferPolicy
-from deckhouse_gpu.domain.physicalgpu import GROUP
-from deckhouse_gpu.domain.slice_layout import layout, slice_manifest
-from deckhouse_gpu.domain.slice_rules import validate_pool
+from deckhouse_gpu.domain.apimachinery.merge_patch import create_patch
+from deckhouse_gpu.domain.inventory.desired import node_selector
+from deckhouse_gpu.domain.inventory.physicalgpu import GROUP
+from deckhouse_gpu.domain.offers.card_offers import ActiveMode, card_offers, eligible
+from deckhouse_gpu.domain.offers.dropped_fields import (
+    CONSUMABLE,
+    PARTITIONABLE,
+    dropped_features,
+)
+from deckhouse_gpu.domain.offers.model import DRIVER, OfferPolicy
+from deckhouse_gpu.domain.offers.slice_layout import layout, slice_manifest
+from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import RESOURCE_SLICES, KubeAPI, Object
 from deckhouse_gpu.services.events import EventRecorder
 

@@ -6,11 +6,11 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from deckhouse_gpu.domain import conditions
-from deckhouse_gpu.domain.handler_status import HandlerUpdate, status_patch
-from deckhouse_gpu.domain.hardware_health import Verdict
-from deckhouse_gpu.domain.merge_patch import apply_patch
-from deckhouse_gpu.domain.physicalgpu import DRIVER_READY, ConditionStatus
+from deckhouse_gpu.domain.apimachinery.merge_patch import apply_patch
+from deckhouse_gpu.domain.inventory import conditions
+from deckhouse_gpu.domain.inventory.handler_status import HandlerUpdate, status_patch
+from deckhouse_gpu.domain.inventory.hardware_health import Verdict
+from deckhouse_gpu.domain.inventory.physicalgpu import DRIVER_READY, ConditionStatus
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.services.capabilities import assess, driver_info
 

@@ -15,7 +15,7 @@ from typing import Any, TypeGuard
 
 import yaml
 
-from deckhouse_gpu.ports.nvml import GpuInstanceProfile, Placement
+from deckhouse_gpu.domain.inventory.nvml_snapshot import GpuInstanceProfile, Placement
 
 PROFILE_NAME = re.compile(r"^\d+g\.\d+gb(\+me|\+gfx|-me|\+me\.all)?$")
 _COUNTS = ("copy_engines", "decoders", "encoders", "jpeg", "ofa")

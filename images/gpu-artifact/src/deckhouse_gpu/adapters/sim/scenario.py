@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS
-from deckhouse_gpu.domain.pci import is_pci_address
+from deckhouse_gpu.domain.inventory.pci import is_pci_address
 
 MACHINES = ("bare-metal", "vm", "no-dmi")
 VALIDATOR_STATES = ("ready", "not-ready", "missing")

@@ -15,15 +15,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from deckhouse_gpu.adapters.sim.nvml_data import ModelData, known_models, load_model
-from deckhouse_gpu.domain.pci import is_pci_address
+from deckhouse_gpu.domain.inventory.nvml_snapshot import DeviceSnapshot, DriverInfo
+from deckhouse_gpu.domain.inventory.pci import is_pci_address
 from deckhouse_gpu.ports.mig import MigInstance
-from deckhouse_gpu.ports.nvml import (
-    DeviceSnapshot,
-    DriverInfo,
-    NVMLDeviceNotFound,
-    NVMLQueryFailed,
-    NVMLUnavailable,
-)
+from deckhouse_gpu.ports.nvml import NVMLDeviceNotFound, NVMLQueryFailed, NVMLUnavailable
 
 DEFAULT_DRIVER = "580.82.07"
 DEFAULT_CUDA = "13.0"

@@ -6,7 +6,7 @@ import math
 from fractions import Fraction
 
 from deckhouse_gpu.domain.allocation.model import Capacity
-from deckhouse_gpu.domain.quantity import Quantity
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 
 
 def _value(quantity: Quantity) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from deckhouse_gpu.domain.allocation.checks import SelectorFailure
 from deckhouse_gpu.domain.allocation.model import Device
-from deckhouse_gpu.domain.dra_cel import SelectorEngine, SelectorError, device_view
+from deckhouse_gpu.domain.cel import SelectorEngine, SelectorError, device_view
 
 _VIEW = ("cel-view",)
 

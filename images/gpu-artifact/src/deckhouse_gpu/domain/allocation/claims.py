@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.quantity import Quantity, QuantityError
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
 
 Object = Mapping[str, Any]
 MAX_RESULTS = 32  # AllocationResultsMaxSize

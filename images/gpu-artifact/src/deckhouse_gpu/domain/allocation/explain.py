@@ -20,7 +20,7 @@ from deckhouse_gpu.domain.allocation.model import Device
 from deckhouse_gpu.domain.allocation.node_match import Node
 from deckhouse_gpu.domain.allocation.search import Allocator, SearchPass
 from deckhouse_gpu.domain.allocation.state import AllocatedState
-from deckhouse_gpu.domain.quantity import Quantity
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 
 _SHORT = 60
 

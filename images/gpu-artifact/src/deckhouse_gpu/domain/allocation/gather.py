@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from deckhouse_gpu.domain.allocation.model import Device, Inventory, Slice
 from deckhouse_gpu.domain.allocation.node_match import Node, selection_matches
 from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.quantity import Quantity
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 
 CounterSets = dict[str, Mapping[str, Quantity]]
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deckhouse_gpu.domain.quantity import Quantity, QuantityError
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
 
 Object = Mapping[str, Any]
 

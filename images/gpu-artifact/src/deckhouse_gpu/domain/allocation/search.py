@@ -29,7 +29,7 @@ from deckhouse_gpu.domain.allocation.node_match import Node
 from deckhouse_gpu.domain.allocation.result import allocation_result
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.allocation.state import AllocatedState, DeviceKey
-from deckhouse_gpu.domain.quantity import Quantity
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 
 
 class AllocationError(Exception):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from deckhouse_gpu.domain.quantity import Quantity, QuantityError
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 

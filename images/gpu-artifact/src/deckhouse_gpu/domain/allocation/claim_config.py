@@ -1,0 +1,88 @@
+"""The opaque config of our driver that applies to one allocated device, as gpu-handler reads it.
+
+An allocation carries the class's config entries first and the claim's after them; an entry
+applies to a result when it names no requests or names the result's request (``req`` or
+``req/sub``, or ``req`` for any of its subrequests). The last applicable entry wins, so a claim's
+config overrides its class's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from deckhouse_gpu.domain.config.opaque_config import (
+    DRIVER,
+    MPS,
+    ConfigError,
+    GPUConfig,
+    MIGConfig,
+    TimeSlicing,
+    VFIOConfig,
+    decode,
+)
+from deckhouse_gpu.domain.config.opaque_config import device_type as config_device_type
+
+
+def _entries(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> list[tuple[int, Any]]:
+    request = str(result.get("request"))
+    base = request.partition("/")[0]
+    found = []
+    for index, entry in enumerate((allocation.get("devices") or {}).get("config") or ()):
+        opaque = entry.get("opaque") if isinstance(entry, Mapping) else None
+        if not isinstance(opaque, Mapping) or opaque.get("driver") != DRIVER:
+            continue
+        requests = [str(r) for r in entry.get("requests") or ()]
+        if not requests or request in requests or base in requests:
+            found.append((index, opaque.get("parameters")))
+    return found
+
+
+def applicable_parameters(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> Any | None:
+    entries = _entries(result, allocation)
+    return entries[-1][1] if entries else None
+
+
+def sharing_strategy(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> str | None:
+    """ "TimeSlicing", "MPS", None (no sharing set) or "Invalid" (a config that does not decode)."""
+    parameters = applicable_parameters(result, allocation)
+    if parameters is None:
+        return None
+    try:
+        config = decode(parameters)
+    except ConfigError:
+        return "Invalid"
+    sharing = config.sharing if isinstance(config, GPUConfig | MIGConfig) else None
+    if isinstance(sharing, TimeSlicing):
+        return "TimeSlicing"
+    if isinstance(sharing, MPS):
+        return "MPS"
+    return None
+
+
+class ConfigRefused(ValueError):
+    """A device's config that prepare cannot honour; the message says what to change."""
+
+
+def device_config(
+    result: Mapping[str, Any], allocation: Mapping[str, Any], device_type: str
+) -> GPUConfig | MIGConfig | VFIOConfig | None:
+    """The config gpu-handler applies to one allocated device (docs/CLAIM_CONFIG.md).
+
+    Every applicable entry must decode; of those, the last one for the device's type wins (the
+    claim's come after the class's). A VFIO config on a share cannot be honoured.
+    """
+    chosen: GPUConfig | MIGConfig | VFIOConfig | None = None
+    for index, parameters in _entries(result, allocation):
+        try:
+            config = decode(parameters)
+        except ConfigError as error:
+            raise ConfigRefused(f"allocation config[{index}]: {error}") from error
+        if config_device_type(config) == device_type:
+            chosen = config
+    if isinstance(chosen, VFIOConfig) and result.get("shareID"):
+        raise ConfigRefused(
+            "VFIOConfig needs a whole card of its own, but this device is a share of a card: use a "
+            "DeviceClass that selects cards without allowMultipleAllocations"
+        )
+    return chosen

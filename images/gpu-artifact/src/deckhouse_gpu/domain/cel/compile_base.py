@@ -1,0 +1,105 @@
+"""The compiler's core: dispatch over cel-python's parse tree (a ``lark.Tree``), the variables in
+scope, and the checks that the operator, member and call compilers share.
+
+Nesting: parentheses and chains of ``||`` / ``&&`` cost no depth; about 450 nested operators
+(Python's recursion limit; cel-go's parser allows 250) fail to compile with "nested too deeply".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import lark
+
+from deckhouse_gpu.domain.cel.device_view import CONSUMABLE_FIELD, DEVICE_FIELDS
+from deckhouse_gpu.domain.cel.errors import CompileError
+from deckhouse_gpu.domain.cel.nodes import Fn, Node
+from deckhouse_gpu.domain.cel.typecheck import (
+    DYN,
+    StaticType,
+    element_type,
+    no_matching,
+    type_kind,
+    type_text,
+)
+
+_WRAPPERS: Final = frozenset(
+    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member"}
+)
+_WRAPPERS_AND_PARENS: Final = _WRAPPERS | {"primary", "paren_expr"}
+
+
+def unwrap(tree: Any) -> Any:
+    """The first node below single-child wrappers (and parentheses)."""
+    while isinstance(tree, lark.Tree) and tree.data in _WRAPPERS_AND_PARENS and len(tree.children) == 1:
+        tree = tree.children[0]
+    return tree
+
+
+def ident_name(tree: Any) -> str | None:
+    node = unwrap(tree)
+    if isinstance(node, lark.Tree) and node.data == "ident":
+        return str(node.children[0])
+    return None
+
+
+def expression_list(tree: lark.Tree[Any], index: int) -> list[Any]:
+    """The expressions of an optional ``exprlist`` child."""
+    if len(tree.children) > index and isinstance(tree.children[index], lark.Tree):
+        return list(tree.children[index].children)
+    return []
+
+
+class CompilerBase:
+    """The state of one compilation; the visitors are in the subclasses that :class:`Compiler` joins."""
+
+    def __init__(self, consumable_capacity: bool) -> None:
+        self.device_fields = set(DEVICE_FIELDS) | ({CONSUMABLE_FIELD} if consumable_capacity else set())
+        self.scope: list[tuple[str, StaticType]] = []  # comprehension and bind variables, innermost last
+        self.functions: set[str] = set()
+        self.selected_fields: set[str] = set()
+        self.binds_variables = False
+
+    def compile(self, tree: Any) -> Node:
+        tree = unwrap(tree)  # iteratively: parentheses and precedence levels cost no recursion
+        if isinstance(tree, lark.Token):
+            raise CompileError(f"unexpected token {tree!s}")
+        handler = getattr(self, f"visit_{tree.data}", None)
+        if handler is None:
+            raise CompileError(f"unsupported syntax: {tree.data}")
+        node: Node = handler(tree)
+        return node
+
+    def _local(self, name: str) -> StaticType | None:
+        for bound, static in reversed(self.scope):
+            if bound == name:
+                return static
+        return None
+
+    def _bool_operand(self, function: str, node: Node) -> Fn:
+        if node.type not in (DYN, "bool"):
+            raise no_matching(function, node.type)
+        return node.fn
+
+    # -- shared by the visitors --
+
+    def _single(self, tree: lark.Tree[Any]) -> Node:
+        return self.compile(tree.children[0])
+
+    visit_primary = visit_member = visit_paren_expr = _single
+
+    def _selectable(self, target: Node, name: str) -> StaticType:
+        """The static type of ``target.name``; a compile error where it cannot be selected."""
+        if target.type == DYN:
+            return DYN
+        if type_kind(target.type) == "map":
+            return element_type(target.type)
+        raise CompileError(f"type '{type_text(target.type)}' does not support field selection ('{name}')")
+
+    def _device_field(self, name: str) -> None:
+        if name not in self.device_fields:
+            raise CompileError(f"undefined field '{name}' of device")
+        self.selected_fields.add(name)
+
+    def _is_device(self, tree: Any) -> bool:
+        return ident_name(tree) == "device" and self._local("device") is None

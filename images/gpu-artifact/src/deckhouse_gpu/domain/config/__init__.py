@@ -1,0 +1,1 @@
+"""The opaque configuration users put in DeviceClasses and claims (gpu.deckhouse.io/v1alpha1)."""

@@ -1,0 +1,308 @@
+"""The opaque configuration of the DRA driver ``gpu.deckhouse.io``: a versioned API, decoded strictly.
+
+DeviceClasses (``spec.config[]``), ResourceClaims (``spec.devices.config[]``) and their templates
+carry ``opaque: {driver: gpu.deckhouse.io, parameters: {...}}``; Kubernetes stores ``parameters``
+as any JSON object of at most 10 KiB and hands it to the driver untouched. These are the only
+objects it may hold (``apiVersion: gpu.deckhouse.io/v1alpha1``)::
+
+    kind: GPUConfig            # a whole card used through the nvidia driver (offer type Physical)
+    sharing:                   # optional; left out: nothing is set on the card
+      strategy: TimeSlicing    # or MPS; required when sharing is given
+      timeSlicing:             # only with TimeSlicing
+        interval: Default      # Default | Short | Medium | Long (nvidia-smi compute-policy 0..3)
+      mps:                     # only with MPS; every field optional
+        defaultActiveThreadPercentage: 50      # integer 1..100
+        defaultPinnedDeviceMemoryLimit: 8Gi    # quantity, a whole number of Mi, at least 1Mi
+
+    kind: MIGConfig            # a MIG instance (offer type MIG)
+    sharing:
+      strategy: MPS            # MPS only: the time-slice interval is a setting of the whole card,
+      mps: {...}               # and processes in one MIG instance are time-sliced anyway
+
+    kind: VFIOConfig           # a whole card passed to a virtual machine through vfio-pci
+
+Sharing applies to everything that uses one device at once: the shares of a shared card
+(``sharePercent``) and the Pods of one claim. ``VFIOConfig`` has no fields: vfio-pci, the whole
+IOMMU group and an exclusive allocation are forced by the hardware, not choices; the kind
+exists so that a claim can ask for a card for a virtual machine.
+
+Decoding is strict, as the kubelet plugin must not guess: an unknown field, a wrong type, a value
+out of range, an unknown ``kind`` or a missing or other ``apiVersion`` is a ``ConfigError`` whose
+message names the field path (``sharing.mps.defaultActiveThreadPercentage: 150 is above the
+maximum 100``). ``null`` is the same as a left-out field, as in Kubernetes. Pure: JSON data in,
+frozen dataclasses out; the admission webhook and gpu-handler's prepare decode with this one code,
+so a config that slipped past the webhook fails at prepare with the same message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
+
+DRIVER = "gpu.deckhouse.io"
+API_VERSION = "gpu.deckhouse.io/v1alpha1"
+MAX_PARAMETERS_BYTES = 10 * 1024  # the API server's OpaqueParametersMaxLength
+MIB = 1024 * 1024
+
+
+class TimeSliceInterval(StrEnum):
+    """How long a process runs before the card switches to the next one."""
+
+    DEFAULT = "Default"
+    SHORT = "Short"
+    MEDIUM = "Medium"
+    LONG = "Long"
+
+    @property
+    def nvidia_smi_value(self) -> int:
+        """The argument of ``nvidia-smi compute-policy --set-timeslice``."""
+        return list(TimeSliceInterval).index(self)
+
+
+@dataclass(frozen=True)
+class TimeSlicing:
+    interval: TimeSliceInterval = TimeSliceInterval.DEFAULT
+
+
+@dataclass(frozen=True)
+class MPS:
+    """Limits the MPS control daemon gives each client; None leaves the CUDA default (no limit)."""
+
+    default_active_thread_percentage: int | None = None
+    default_pinned_device_memory_limit: Quantity | None = None
+
+
+type Sharing = TimeSlicing | MPS
+
+
+@dataclass(frozen=True)
+class GPUConfig:
+    sharing: Sharing | None = None
+
+
+@dataclass(frozen=True)
+class MIGConfig:
+    sharing: MPS | None = None
+
+
+@dataclass(frozen=True)
+class VFIOConfig:
+    pass
+
+
+type DeviceConfig = GPUConfig | MIGConfig | VFIOConfig
+type DeviceType = Literal["Physical", "MIG"]
+
+KINDS: dict[str, type[GPUConfig] | type[MIGConfig] | type[VFIOConfig]] = {
+    "GPUConfig": GPUConfig,
+    "MIGConfig": MIGConfig,
+    "VFIOConfig": VFIOConfig,
+}
+
+
+_NO_MIG_TIME_SLICING = (
+    "TimeSlicing is not available for MIG devices: the time-slice interval is a setting of the whole"
+    " card, and processes in one MIG instance are time-sliced anyway; use MPS"
+)
+
+
+def device_type(config: DeviceConfig) -> DeviceType:
+    """The offer type (ResourceSlice attribute ``deviceType``) a config is meant for."""
+    return "MIG" if isinstance(config, MIGConfig) else "Physical"
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str  # dotted, relative to the parameters; "" is the parameters themselves
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path or 'parameters'}: {self.reason}"
+
+
+class ConfigError(ValueError):
+    """The parameters are not a valid config; ``problems`` lists every finding with its path."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("; ".join(str(problem) for problem in self.problems))
+
+    def under(self, prefix: str) -> ConfigError:
+        """The same findings with paths rooted at ``prefix`` (the parameters' place in an object)."""
+        return ConfigError(Problem(_join(prefix, p.path), p.reason) for p in self.problems)
+
+
+def decode(parameters: Any) -> DeviceConfig:
+    """The config in ``parameters`` (parsed JSON), or ``ConfigError`` naming everything wrong."""
+    size = len(json.dumps(parameters, ensure_ascii=False, separators=(",", ":"), default=repr).encode())
+    if size > MAX_PARAMETERS_BYTES:
+        raise ConfigError([Problem("", f"{size} bytes, above the limit of {MAX_PARAMETERS_BYTES}")])
+    reader = _Reader()
+    config = reader.config(parameters)
+    if reader.problems or config is None:
+        raise ConfigError(reader.problems)
+    return config
+
+
+def encode(config: DeviceConfig) -> dict[str, Any]:
+    """The canonical parameters of a config: ``decode(encode(c)) == c``."""
+    out: dict[str, Any] = {"apiVersion": API_VERSION, "kind": type(config).__name__}
+    sharing = getattr(config, "sharing", None)
+    if isinstance(sharing, TimeSlicing):
+        out["sharing"] = {"strategy": "TimeSlicing", "timeSlicing": {"interval": str(sharing.interval)}}
+    elif isinstance(sharing, MPS):
+        mps: dict[str, Any] = {}
+        if sharing.default_active_thread_percentage is not None:
+            mps["defaultActiveThreadPercentage"] = sharing.default_active_thread_percentage
+        if sharing.default_pinned_device_memory_limit is not None:
+            mps["defaultPinnedDeviceMemoryLimit"] = sharing.default_pinned_device_memory_limit.text
+        out["sharing"] = {"strategy": "MPS", "mps": mps}
+    return out
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path and key else path or key
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list | tuple) else "an object"
+
+
+def _shown(value: Any) -> str:
+    """A string quoted as in JSON, anything else by its type."""
+    return json.dumps(value) if isinstance(value, str) else _json_type(value)
+
+
+def _one_of(names: Iterable[str]) -> str:
+    return ", ".join(names)
+
+
+class _Reader:
+    """Walks the JSON, collecting every problem instead of stopping at the first."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def fail(self, path: str, reason: str) -> None:
+        self.problems.append(Problem(path, reason))
+
+    def fields(self, value: Any, path: str, owner: str, known: tuple[str, ...]) -> dict[str, Any] | None:
+        """The object's fields without nulls, reporting unknown ones; None when not an object."""
+        if not isinstance(value, Mapping):
+            self.fail(path, f"must be an object, not {_json_type(value)}")
+            return None
+        for key in value:
+            if key not in known:
+                self.fail(_join(path, str(key)), f"unknown field ({owner} has {_one_of(known)})")
+        return {key: item for key, item in value.items() if key in known and item is not None}
+
+    def config(self, parameters: Any) -> DeviceConfig | None:
+        if not isinstance(parameters, Mapping):
+            self.fail("", f"must be a JSON object, not {_json_type(parameters)}")
+            return None
+        version, kind = parameters.get("apiVersion"), parameters.get("kind")
+        if version is None:
+            self.fail("apiVersion", f"required, use {API_VERSION}")
+        elif version != API_VERSION:
+            self.fail("apiVersion", f"{_shown(version)} is not supported, use {API_VERSION}")
+        if kind is None:
+            self.fail("kind", f"required, one of {_one_of(KINDS)}")
+        elif not isinstance(kind, str) or kind not in KINDS:
+            self.fail("kind", f"{_shown(kind)} is not one of {_one_of(KINDS)}")
+        if self.problems or not isinstance(kind, str):  # another version or kind: the rest means nothing
+            return None
+        if kind == "VFIOConfig":
+            self.fields(parameters, "", kind, ("apiVersion", "kind"))
+            return VFIOConfig()
+        fields = self.fields(parameters, "", kind, ("apiVersion", "kind", "sharing")) or {}
+        if "sharing" not in fields:
+            return GPUConfig() if kind == "GPUConfig" else MIGConfig()
+        if kind == "GPUConfig":
+            return GPUConfig(self.sharing(fields["sharing"], "sharing", ("TimeSlicing", "MPS")))
+        sharing = self.sharing(fields["sharing"], "sharing", ("MPS",))
+        return MIGConfig(sharing if isinstance(sharing, MPS) else None)
+
+    def sharing(self, value: Any, path: str, strategies: tuple[str, ...]) -> Sharing | None:
+        known = ("strategy", "timeSlicing", "mps") if "TimeSlicing" in strategies else ("strategy", "mps")
+        fields = self.fields(value, path, "sharing", known)
+        if fields is None:
+            return None
+        strategy = fields.get("strategy")
+        where = _join(path, "strategy")
+        if strategy is None:
+            self.fail(where, f"required, one of {_one_of(strategies)}")
+        elif strategy == "TimeSlicing" and "TimeSlicing" not in strategies:
+            self.fail(where, _NO_MIG_TIME_SLICING)
+        elif strategy not in strategies:
+            self.fail(where, f"{_shown(strategy)} is not one of {_one_of(strategies)}")
+        for key, name in (("timeSlicing", "TimeSlicing"), ("mps", "MPS")):
+            if key in fields and strategy in strategies and strategy != name:
+                self.fail(_join(path, key), f"set only with strategy {name}, not {strategy}")
+        time_slicing = self.time_slicing(fields.get("timeSlicing"), _join(path, "timeSlicing"))
+        mps = self.mps(fields.get("mps"), _join(path, "mps"))
+        if strategy == "TimeSlicing":
+            return time_slicing
+        return mps if strategy == "MPS" else None
+
+    def time_slicing(self, value: Any, path: str) -> TimeSlicing:
+        fields = self.fields(value, path, "timeSlicing", ("interval",)) if value is not None else {}
+        interval = (fields or {}).get("interval", TimeSliceInterval.DEFAULT.value)
+        if interval in list(TimeSliceInterval):
+            return TimeSlicing(TimeSliceInterval(interval))
+        self.fail(_join(path, "interval"), f"{_shown(interval)} is not one of {_one_of(TimeSliceInterval)}")
+        return TimeSlicing()
+
+    def mps(self, value: Any, path: str) -> MPS:
+        known = ("defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit")
+        fields = (self.fields(value, path, "mps", known) if value is not None else {}) or {}
+        percentage = fields.get("defaultActiveThreadPercentage")
+        if percentage is not None:
+            percentage = self.integer(percentage, _join(path, known[0]), 1, 100)
+        limit = fields.get("defaultPinnedDeviceMemoryLimit")
+        if limit is not None:
+            limit = self.pinned_memory(limit, _join(path, known[1]))
+        return MPS(percentage, limit)
+
+    def integer(self, value: Any, path: str, low: int, high: int) -> int | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(path, f"must be an integer, not {_json_type(value)}")
+            return None
+        if value < low:
+            self.fail(path, f"{value} is below the minimum {low}")
+        elif value > high:
+            self.fail(path, f"{value} is above the maximum {high}")
+        return value if low <= value <= high else None
+
+    def pinned_memory(self, value: Any, path: str) -> Quantity | None:
+        # Kubernetes accepts a quantity as a JSON string or number; so do we.
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            self.fail(path, f"must be a quantity such as 8Gi, not {_json_type(value)}")
+            return None
+        try:
+            quantity = Quantity.parse(str(value))
+        except QuantityError:
+            self.fail(path, f"{json.dumps(value)} is not a quantity such as 512Mi or 8Gi")
+            return None
+        if quantity.value < MIB:
+            self.fail(path, f"{json.dumps(value)} is below the minimum 1Mi")
+        elif quantity.value % MIB != 0:
+            # CUDA_MPS_PINNED_DEVICE_MEM_LIMIT takes MiB: refuse what would be silently rounded.
+            self.fail(path, f"{json.dumps(value)} is not a whole number of Mi (MPS limits memory in MiB)")
+        else:
+            return quantity
+        return None

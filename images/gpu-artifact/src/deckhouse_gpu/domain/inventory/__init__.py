@@ -1,0 +1,1 @@
+"""The GPU inventory: PhysicalGPU objects, what sysfs and NVML say about each card, its conditions."""

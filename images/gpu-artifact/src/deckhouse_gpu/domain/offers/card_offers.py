@@ -1,0 +1,165 @@
+"""Builds a card's offers and counter set from its PhysicalGPU (spec 7.2/7.3, ARCHITECTURE.md D2/D6)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from deckhouse_gpu.domain.inventory import conditions
+from deckhouse_gpu.domain.inventory.physicalgpu import (
+    DRIVER_READY,
+    HARDWARE_HEALTHY,
+    LABEL_DEVICE,
+    LABEL_VENDOR,
+    DriverType,
+)
+from deckhouse_gpu.domain.offers.model import (
+    ENGINE_COUNTERS,
+    MIG,
+    PHYSICAL,
+    STANDARD_DOMAIN,
+    AttributeValue,
+    Capacity,
+    CardOffers,
+    CounterSet,
+    Offer,
+    OfferPolicy,
+    RequestPolicy,
+    mebibytes,
+    mig_name,
+    physical_name,
+)
+
+ActiveMode = Literal["Physical", "MIG"] | None
+MAX_ATTRIBUTE_BYTES = 64
+
+
+def eligible(card: dict[str, Any]) -> bool:
+    """Only cards whose driver is ready, that are healthy, bound to nvidia and fully described."""
+    status = card.get("status") or {}
+    found = status.get("conditions")
+    current = status.get("currentState") or {}
+    return (
+        conditions.is_true(found, DRIVER_READY)
+        and conditions.is_true(found, HARDWARE_HEALTHY)
+        and current.get("driverType") == DriverType.NVIDIA.value
+        and bool((current.get("nvidia") or {}).get("gpuUUID"))
+        and bool((status.get("capabilities") or {}).get("memoryMiB"))
+        and bool((status.get("pciInfo") or {}).get("address"))
+    )
+
+
+def _text(value: Any) -> str:
+    """Attribute strings are limited to 64 bytes; longer texts are cut at a character boundary."""
+    data = str(value).encode()[:MAX_ATTRIBUTE_BYTES]
+    return data.decode(errors="ignore")
+
+
+def _common_attributes(card: dict[str, Any]) -> dict[str, AttributeValue]:
+    labels = card.get("metadata", {}).get("labels") or {}
+    status = card["status"]
+    caps, nvidia_caps = status["capabilities"], status["capabilities"].get("nvidia") or {}
+    state = status["currentState"]["nvidia"]
+    attributes: dict[str, AttributeValue] = {
+        "vendor": _text(labels.get(LABEL_VENDOR, "nvidia")),
+        "device": _text(labels.get(LABEL_DEVICE, "")),
+        "productName": _text(caps.get("productName", "")),
+        "pciAddress": status["pciInfo"]["address"],
+        "uuid": _text(state["gpuUUID"]),
+    }
+    optional = {
+        "driverVersion": state.get("driverVersion"),
+        "cudaVersion": state.get("cudaVersion"),
+        "architecture": nvidia_caps.get("productArchitecture"),
+    }
+    attributes.update({key: _text(value) for key, value in optional.items() if value})
+    major, _, minor = str(nvidia_caps.get("computeCap", "")).partition(".")
+    if major.isdigit() and minor.isdigit():
+        attributes["ccMajor"], attributes["ccMinor"] = int(major), int(minor)
+    root = status["pciInfo"].get("pcieRoot")
+    if root:
+        attributes[f"{STANDARD_DOMAIN}/pcieRoot"] = _text(root)
+    return attributes
+
+
+def counter_set(card: dict[str, Any]) -> CounterSet | None:
+    """The card's shared counters; None for a card without MIG (no empty sets, spec 7.5)."""
+    status = card["status"]
+    mig = ((status["capabilities"].get("nvidia") or {}).get("mig")) or {}
+    profiles = mig.get("profiles") or []
+    if not profiles or not mig.get("totalSlices"):
+        return None
+    counters = {"memory": mebibytes(int(status["capabilities"]["memoryMiB"]))}
+    counters.update({f"memory-slice-{i}": "1" for i in range(int(mig["totalSlices"]))})
+    for counter, key in ENGINE_COUNTERS:
+        # Enough for any combination NVIDIA allows: the most a full set of one profile uses.
+        total = max(int(p.get(key) or 0) * int(p.get("maxInstances") or 0) for p in profiles)
+        if total > 0:
+            counters[counter] = str(total)
+    return CounterSet(physical_name(status["pciInfo"]["address"]), counters)
+
+
+def _mig_offers(card: dict[str, Any], counters: CounterSet, common: dict[str, AttributeValue]) -> list[Offer]:
+    address = card["status"]["pciInfo"]["address"]
+    profiles = card["status"]["capabilities"]["nvidia"]["mig"]["profiles"]
+    offers = []
+    for profile in profiles:
+        for placement in profile.get("placements") or []:
+            start, size = int(placement["start"]), int(placement["size"])
+            consumes = {"memory": mebibytes(int(profile["memoryMiB"]))}
+            consumes.update({f"memory-slice-{i}": "1" for i in range(start, start + size)})
+            consumes.update(
+                {
+                    c: str(profile.get(k))
+                    for c, k in ENGINE_COUNTERS
+                    if int(profile.get(k) or 0) > 0 and c in counters.counters
+                }
+            )
+            attributes = {
+                **common,
+                "deviceType": MIG,
+                "migProfile": _text(profile["name"]),
+                "migProfileID": int(profile["profileID"]),
+                "migPlacementStart": start,
+                "migPlacementSize": size,
+            }
+            capacity = {"memory": Capacity(mebibytes(int(profile["memoryMiB"])))}
+            offers.append(
+                Offer(mig_name(address, profile["name"], start), address, MIG, attributes, capacity, consumes)
+            )
+    return offers
+
+
+def _physical_offer(
+    card: dict[str, Any], counters: CounterSet | None, shared: bool, common: dict[str, AttributeValue]
+) -> Offer:
+    address = card["status"]["pciInfo"]["address"]
+    memory = mebibytes(int(card["status"]["capabilities"]["memoryMiB"]))
+    attributes = {**common, "deviceType": PHYSICAL, f"{STANDARD_DOMAIN}/pciBusID": address}
+    if shared:
+        # A claim that asks for nothing gets the whole card (sharePercent 100), so sharing is opt-in
+        # per claim; memory is a budget that MPS can enforce and time-slicing only accounts.
+        capacity = {
+            "memory": Capacity(memory, RequestPolicy(default="0Mi", min="0Mi", max=memory, step="1Mi")),
+            "sharePercent": Capacity("100", RequestPolicy(default="100", min="1", max="100", step="1")),
+        }
+        return Offer(physical_name(address), address, PHYSICAL, attributes, capacity, shared=True)
+    consumes = dict(counters.counters) if counters else {}
+    return Offer(
+        physical_name(address), address, PHYSICAL, attributes, {"memory": Capacity(memory)}, consumes
+    )
+
+
+def card_offers(card: dict[str, Any], policy: OfferPolicy, active: ActiveMode = None) -> CardOffers:
+    """Offers of one eligible card, sorted by name; offers conflicting with ``active`` are left out."""
+    address = card["status"]["pciInfo"]["address"]
+    common = _common_attributes(card)
+    shared = policy.sharing and policy.consumable
+    # Counters exist for MIG: without MIG offers they would only cost the 64-device limit.
+    counters = counter_set(card) if policy.partitionable and policy.mig and not shared else None
+    offers: list[Offer] = []
+    if active != MIG:
+        offers.append(_physical_offer(card, counters, shared, common))
+    if counters is not None and active != PHYSICAL:
+        offers.extend(_mig_offers(card, counters, common))
+    used = counters if any(offer.consumes for offer in offers) else None
+    return CardOffers(address, used, sorted(offers, key=lambda offer: offer.name))

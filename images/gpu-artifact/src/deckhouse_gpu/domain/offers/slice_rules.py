@@ -1,0 +1,148 @@
+"""Checks resource.k8s.io/v1 ResourceSlices (plain JSON dicts) against Kubernetes 1.34 or 1.35 rules.
+
+``validate_slice`` applies the rules the API server applies to one slice on create (sections
+1.1-1.7 of shared/reference/k8s-dra-facts.md), plus a few traps the allocator would hit later.
+``validate_pool`` adds the rules across the slices of one pool, which no API server checks: the
+allocator and the kubelet plugin's publisher refuse such a pool instead. ``minor`` is the
+Kubernetes minor version; releases after 1.35 follow the 1.35 rules.
+
+A Problem names a JSON path and the broken rule, e.g. ``spec.devices[3].name: "Gpu-1" is not a
+DNS-1123 label``; an empty list means everything passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from deckhouse_gpu.domain.offers.slice_rules_capacity import integer_value, parse_quantity
+from deckhouse_gpu.domain.offers.slice_rules_format import show
+from deckhouse_gpu.domain.offers.slice_rules_spec import (
+    check_slice,
+    consumptions,
+    counter_sets,
+    indexed_maps,
+    resolve,
+)
+from deckhouse_gpu.domain.problems import Problem
+
+__all__ = ["Problem", "integer_value", "parse_quantity", "validate_pool", "validate_slice"]
+
+
+def _effective_minor(minor: int) -> int:
+    if minor < 34:
+        raise ValueError(f"ResourceSlice rules are known for Kubernetes 1.34 and later, not 1.{minor}")
+    return min(minor, 35)
+
+
+def validate_slice(resource_slice: Mapping[str, Any], minor: int) -> list[Problem]:
+    """Everything wrong with one slice as the API server of 1.``minor`` would create it."""
+    out: list[Problem] = []
+    check_slice(resource_slice, _effective_minor(minor), out)
+    return out
+
+
+def validate_pool(
+    slices: Sequence[Mapping[str, Any]], minor: int, *, each_slice: bool = True
+) -> list[Problem]:
+    """Everything wrong with the slices of one pool, meant to be published together.
+
+    Paths start with ``slices[i].``, the index into ``slices``. With ``each_slice`` (the default)
+    every slice's own rules are included, so one call checks a whole publication.
+    """
+    minor = _effective_minor(minor)
+    out: list[Problem] = []
+    if each_slice:
+        for index, resource_slice in enumerate(slices):
+            out += [
+                Problem(f"slices[{index}].{problem.path}", problem.rule)
+                for problem in validate_slice(resource_slice, minor)
+            ]
+    specs = [_mapping(_mapping(resource_slice).get("spec")) for resource_slice in slices]
+    _check_pool_identity(specs, out)
+    _check_unique_names(slices, specs, out)
+    if minor >= 35:
+        # 1.35 moved counter sets into slices of their own; the references cross slices.
+        _check_counter_references(specs, out)
+    return out
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _check_pool_identity(specs: list[Mapping[str, Any]], out: list[Problem]) -> None:
+    """One driver, pool name and generation; resourceSliceCount counts exactly these slices."""
+    pools = [_mapping(spec.get("pool")) for spec in specs]
+    generations = [pool.get("generation") or 0 for pool in pools]  # missing or null is 0
+    newest = max((value for value in generations if type(value) is int), default=0)
+    for index, (spec, pool) in enumerate(zip(specs, pools, strict=True)):
+        path = f"slices[{index}].spec"
+        if index and spec.get("driver") != specs[0].get("driver"):
+            out.append(Problem(f"{path}.driver", f"{show(spec.get('driver'))} differs from slices[0]"))
+        if index and pool.get("name") != pools[0].get("name"):
+            out.append(Problem(f"{path}.pool.name", f"{show(pool.get('name'))} differs from slices[0]"))
+        if type(generations[index]) is int and generations[index] != newest:
+            out.append(
+                Problem(
+                    f"{path}.pool.generation",
+                    f"{generations[index]} is older than the pool's {newest}; the allocator drops the slice",
+                )
+            )
+        count = pool.get("resourceSliceCount")
+        if type(count) is int and count != len(specs):
+            out.append(
+                Problem(
+                    f"{path}.pool.resourceSliceCount", f"is {count}, but the pool has {len(specs)} slices"
+                )
+            )
+
+
+def _check_unique_names(
+    slices: Sequence[Mapping[str, Any]], specs: list[Mapping[str, Any]], out: list[Problem]
+) -> None:
+    """Slice names and device names across slices (duplicates inside one slice are validate_slice's)."""
+    seen_slices: dict[str, int] = {}
+    seen_devices: dict[str, tuple[int, int]] = {}
+    for index, (resource_slice, spec) in enumerate(zip(slices, specs, strict=True)):
+        name = _mapping(_mapping(resource_slice).get("metadata")).get("name")
+        if isinstance(name, str) and name in seen_slices:
+            out.append(
+                Problem(
+                    f"slices[{index}].metadata.name", f"{show(name)} duplicates slices[{seen_slices[name]}]"
+                )
+            )
+        elif isinstance(name, str):
+            seen_slices[name] = index
+        for number, device in indexed_maps(spec.get("devices")):
+            device_name = device.get("name")
+            if not isinstance(device_name, str):
+                continue
+            first = seen_devices.setdefault(device_name, (index, number))
+            if first[0] != index:
+                out.append(
+                    Problem(
+                        f"slices[{index}].spec.devices[{number}].name",
+                        f"{show(device_name)} duplicates slices[{first[0]}].spec.devices[{first[1]}].name",
+                    )
+                )
+
+
+def _check_counter_references(specs: list[Mapping[str, Any]], out: list[Problem]) -> None:
+    sets: dict[str, tuple[str, ...]] = {}
+    first_slice: dict[str, tuple[int, str]] = {}
+    for index, spec in enumerate(specs):
+        for path, name, counters in counter_sets(spec):
+            first = first_slice.setdefault(name, (index, path))
+            if first[0] != index:
+                out.append(
+                    Problem(
+                        f"slices[{index}].{path}.name",
+                        f"{show(name)} duplicates slices[{first[0]}].{first[1]}.name in the pool",
+                    )
+                )
+            sets.setdefault(name, counters)
+    for index, spec in enumerate(specs):
+        resolve(
+            list(consumptions(spec)), sets, f"slices[{index}].", "in the pool's sharedCounters (1.35)", out
+        )

@@ -1,0 +1,71 @@
+"""From an allocated ResourceClaim to what must be prepared on this node (spec 9.2.2, plan step).
+
+Only the results of this driver in this node's pool count: a claim may also hold devices of
+other drivers. A device is identified from its offer name (derived from the PCI address, the
+MIG profile and the placement, ARCHITECTURE.md D5) and checked against the card's capabilities,
+so a stale or foreign name is refused with a clear error instead of half-preparing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from deckhouse_gpu.domain.offers.model import DRIVER, mig_name, physical_name
+from deckhouse_gpu.domain.prepare.checkpoint import DevicePlan
+
+
+class PlanError(ValueError):
+    """The claim cannot be prepared here; the message says why and what to check."""
+
+
+def _mig_offers(card: Mapping[str, Any]) -> dict[str, tuple[int, int, int]]:
+    """Offer name -> (profile id, placement start, placement size) for every MIG offer of a card."""
+    status = card.get("status") or {}
+    address = (status.get("pciInfo") or {}).get("address", "")
+    mig = (((status.get("capabilities") or {}).get("nvidia") or {}).get("mig")) or {}
+    offers = {}
+    for profile in mig.get("profiles") or []:
+        for placement in profile.get("placements") or []:
+            name = mig_name(address, profile["name"], int(placement["start"]))
+            offers[name] = (int(profile["profileID"]), int(placement["start"]), int(placement["size"]))
+    return offers
+
+
+def device_plan(result: Mapping[str, Any], cards: Iterable[Mapping[str, Any]]) -> DevicePlan:
+    device = str(result.get("device", ""))
+    for card in cards:
+        address = ((card.get("status") or {}).get("pciInfo") or {}).get("address")
+        if not address:
+            continue
+        request, pool = str(result.get("request", "")), str(result.get("pool", ""))
+        share = result.get("shareID") or None
+        if device == physical_name(address):
+            return DevicePlan(request, pool, device, address, "Physical", share_id=share)
+        mig = _mig_offers(card).get(device)
+        if mig is not None:
+            profile_id, start, size = mig
+            return DevicePlan(request, pool, device, address, "MIG", share, profile_id, start, size)
+    raise PlanError(
+        f"device {device!r} is not an offer of any GPU on this node: the card may have been removed "
+        "or its capabilities changed since the claim was allocated; delete the claim to reallocate it"
+    )
+
+
+def plan_claim(
+    claim: Mapping[str, Any], pool: str, cards: Sequence[Mapping[str, Any]]
+) -> tuple[DevicePlan, ...]:
+    allocation = (claim.get("status") or {}).get("allocation")
+    if not allocation:
+        raise PlanError(
+            "the claim is not allocated (yet): the kubelet retries once the scheduler has allocated it"
+        )
+    results = (allocation.get("devices") or {}).get("results") or []
+    ours = [r for r in results if r.get("driver") == DRIVER and r.get("pool") == pool]
+    if not ours:
+        raise PlanError(f"the claim has no devices of {DRIVER} in pool {pool}")
+    plans = tuple(device_plan(result, cards) for result in ours)
+    seen = [(p.device, p.share_id) for p in plans]
+    if len(seen) != len(set(seen)):
+        raise PlanError("the allocation names the same device twice without distinct shares")
+    return plans

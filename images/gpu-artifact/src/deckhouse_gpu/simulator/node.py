@@ -1,0 +1,159 @@
+"""One simulated node: its host root, its NVML, and the real node components running on them.
+
+gpu-node-agent reads the host tree; gpu-handler reads the simulated NVML, which shows exactly the
+cards bound to the nvidia driver, as real NVML does. The driver validator is a Pod object whose
+readiness the scenario sets, as the real validator's probe would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.adapters.sim.scenario import SimNode, SimSettings
+from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
+from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.domain.inventory.desired import node_selector
+from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.ports.clock import Clock
+from deckhouse_gpu.ports.controller_resources import PODS
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, NotFound
+from deckhouse_gpu.services.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.deletion_watch import start_deletion_watch
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.inventory_sync import InventorySync
+from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.trigger_loop import Trigger, TriggerLoop
+from deckhouse_gpu.simulator.prepare import prepare_service
+
+VALIDATOR_NAMESPACE = "d8-gpu"
+VALIDATOR_LABELS = {"app": "nvidia-driver-validator"}
+
+
+@dataclass
+class SimulatedNode:
+    spec: SimNode
+    builder: HostBuilder
+    nvml: SimulatedNVML
+    models: dict[str, str]  # PCI address -> model, for cards NVML may see again after a rebind
+    loops: list[TriggerLoop] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    prepare: PrepareService | None = None
+
+    def idle(self) -> bool:
+        return all(loop.idle() for loop in self.loops)
+
+    def agent(self) -> NodeAgentLoop:
+        loop = self.loops[0]
+        assert isinstance(loop, NodeAgentLoop)
+        return loop
+
+    def add_gpu(self, model: str, address: str, driver: str | None) -> None:
+        self.builder.add_gpu(model, address, driver)
+        self.models[address] = model
+        if driver == "nvidia":
+            self.nvml.add_card(address, model)
+        self.agent().notify_udev("add", address)
+
+    def remove_gpu(self, address: str) -> None:
+        self.builder.remove_device(address)
+        self.nvml.remove_card(address)
+        self.agent().notify_udev("remove", address)
+
+    def bind_driver(self, address: str, driver: str | None) -> None:
+        self.agent().notify_udev("unbind", address)
+        self.builder.bind_driver(address, driver)
+        if address in self.nvml.device_addresses():
+            self.nvml.remove_card(address)
+        if driver == "nvidia":
+            self.nvml.add_card(address, self.models[address])
+        self.agent().notify_udev("bind", address)
+
+
+def build_node(spec: SimNode, builder: HostBuilder) -> SimulatedNode:
+    builder.standard_node(bare_metal=spec.machine == "bare-metal").install_nvidia_driver()
+    if spec.machine == "no-dmi":
+        builder.set_dmi(None, None)
+    builder.add_other_devices(spec.other_devices)
+    for gpu in spec.gpus:
+        builder.add_gpu(gpu.model, gpu.address, gpu.driver)
+    nvidia_bound = {gpu.address: gpu.model for gpu in spec.gpus if gpu.driver == "nvidia"}
+    return SimulatedNode(
+        spec,
+        builder,
+        SimulatedNVML(nvidia_bound, node_name=spec.name),
+        {g.address: g.model for g in spec.gpus},
+    )
+
+
+def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: SimSettings) -> None:
+    name = node.spec.name
+    agent = NodeAgentLoop(
+        InventorySync(
+            api, SysfsHost(node.builder.root), name, EventRecorder(api, "gpu-node-agent", name, clock)
+        ),
+        HealthState(),
+        clock,
+        LoopSettings(),
+    )
+    health = HealthSettings(settings.health_grace_seconds, (max(settings.heartbeat_seconds / 2, 0.1),))
+    handler_events = EventRecorder(api, "gpu-handler", name, clock)
+    capabilities = CapabilitiesPass(api, node.nvml, name, handler_events, clock, health)
+    publisher = SlicePublisher(api, name, handler_events, PublisherSettings())
+    handler = HandlerLoop(
+        capabilities, HealthState(), clock, HandlerSettings(settings.heartbeat_seconds, health), publisher
+    )
+    node.prepare = prepare_service(
+        api, name, node.builder.root, node.nvml, clock,
+        on_mode_change=lambda: handler.notify(Trigger("prepare", "mode")),
+    )  # fmt: skip
+    node.prepare.start()
+    handler.modes = lambda: node.prepare.modes if node.prepare else {}
+    node.loops = [agent, handler]
+    for loop in node.loops:
+        threading.Thread(
+            target=loop.run, args=(node.stop,), name=f"{type(loop).__name__}-{name}", daemon=True
+        ).start()
+    start_deletion_watch(api, PHYSICAL_GPUS, node_selector(name), agent.notify_deleted, node.stop)
+    start_watch(api, PHYSICAL_GPUS, node_selector(name), handler.on_change, node.stop)
+    start_watch(api, NODES, None, handler.on_node_change, node.stop, field_selector=f"metadata.name={name}")
+
+
+def set_validator(api: KubeAPI, node: str, state: str) -> None:
+    """The validator Pod as the kubelet would report it: Ready, not ready (crash-looping), or gone."""
+    pod_name = f"nvidia-driver-validator-{node}"
+    if state == "missing":
+        with contextlib.suppress(NotFound):
+            api.delete(PODS, pod_name, namespace=VALIDATOR_NAMESPACE)
+        return
+    try:
+        api.get(PODS, pod_name, namespace=VALIDATOR_NAMESPACE)
+    except NotFound:
+        metadata = {"name": pod_name, "namespace": VALIDATOR_NAMESPACE, "labels": dict(VALIDATOR_LABELS)}
+        api.create(PODS, {"metadata": metadata, "spec": {"nodeName": node}})
+    api.patch(
+        PODS,
+        pod_name,
+        {"status": _pod_status(state == "ready")},
+        subresource="status",
+        namespace=VALIDATOR_NAMESPACE,
+    )
+
+
+def _pod_status(ready: bool) -> dict[str, Any]:
+    condition = {"type": "Ready", "status": "True" if ready else "False"}
+    container: dict[str, Any] = {"name": "validator", "ready": ready, "restartCount": 0 if ready else 4}
+    if not ready:
+        condition["reason"] = "ContainersNotReady"
+        container["state"] = {
+            "waiting": {"reason": "CrashLoopBackOff", "message": "nvidia-smi failed: driver not loaded"}
+        }
+    return {"phase": "Running", "conditions": [condition], "containerStatuses": [container]}

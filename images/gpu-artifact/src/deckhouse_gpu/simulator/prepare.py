@@ -1,0 +1,85 @@
+"""The kubelet side of the simulator: claims allocated as the scheduler writes them, prepared and
+unprepared by the node's real PrepareService on its simulated host (MIG, CDI files, checkpoint)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery
+from deckhouse_gpu.adapters.cdi_writer import CdiWriter
+from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
+from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
+from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.node_lock import NodeLock
+from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig
+from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
+from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
+from deckhouse_gpu.domain.offers.model import DRIVER
+from deckhouse_gpu.domain.offers.slice_layout import pool_name
+from deckhouse_gpu.ports.clock import Clock
+from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
+from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeAPI
+from deckhouse_gpu.services.prepare import PrepareService
+
+CLAIM_NAMESPACE = "demo"
+HOOK = "/usr/bin/nvidia-cdi-hook"
+
+
+def prepare_service(
+    api: KubeAPI, node: str, root: Path, nvml: SimulatedNVML, clock: Clock,
+    on_mode_change: Callable[[], None],
+) -> PrepareService:  # fmt: skip
+    plugin_dir = root / "var/lib/kubelet/plugins" / DRIVER
+    discovery = CdiDiscovery(MountedDriverRoot(root), root, "/")
+    return PrepareService(
+        api,
+        node,
+        FileCheckpointStore(plugin_dir / "checkpoint.json", host_root=root),
+        lambda: NodeLock(plugin_dir / "pu.lock"),
+        HostTreeMig(SimulatedMig(nvml), root),
+        FileClaimCDI(discovery, CdiWriter(root / "etc/cdi"), HOOK),
+        clock,
+        on_mode_change=on_mode_change,
+    )
+
+
+def allocate(api: KubeAPI, node: str, name: str, devices: list[str]) -> dict[str, Any]:
+    """A ResourceClaim with the allocation the kube-scheduler would write for these devices."""
+    api.create(
+        RESOURCE_CLAIMS, {"metadata": {"name": name, "namespace": CLAIM_NAMESPACE}, "spec": {"devices": {}}}
+    )
+    results = [{"request": "gpu", "driver": DRIVER, "pool": pool_name(node), "device": d} for d in devices]
+    selector = {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+    }
+    status = {"allocation": {"devices": {"results": results}, "nodeSelector": selector}}
+    return api.patch(
+        RESOURCE_CLAIMS, name, {"status": status}, subresource="status", namespace=CLAIM_NAMESPACE
+    )
+
+
+def claim_ref(api: KubeAPI, name: str) -> ClaimRef:
+    claim = api.get(RESOURCE_CLAIMS, name, namespace=CLAIM_NAMESPACE)
+    return ClaimRef(CLAIM_NAMESPACE, claim["metadata"]["uid"], name)
+
+
+def describe_prepare(result: PrepareResult, cdi_root: Path, uid: str) -> list[str]:
+    """What the kubelet got back, and what the container runtime will read from the CDI spec."""
+    if result.error:
+        return [f"  prepare failed: {result.error}"]
+    lines = [f"  prepared {d.device_name}: CDI {', '.join(d.cdi_device_ids)}" for d in result.devices]
+    spec_file = cdi_root / f"{DRIVER}-gpu_{uid}.json"
+    if spec_file.exists():
+        spec = json.loads(spec_file.read_text())
+        for device in spec["devices"]:
+            nodes = [node["path"] for node in device["containerEdits"].get("deviceNodes", [])]
+            lines.append(f"  CDI device {device['name']}: device nodes {', '.join(nodes)}")
+        common = spec.get("containerEdits", {})
+        lines.append(
+            f"  CDI common edits: {len(common.get('mounts', []))} driver mounts, "
+            f"{len(common.get('hooks', []))} hooks, env {', '.join(common.get('env', []))}"
+        )
+    return lines

@@ -1,0 +1,164 @@
+"""The simulated cluster behind ``make demo``: the real components, in one process.
+
+One in-memory API server; per node a host root on disk built like real sysfs, a simulated NVML,
+and the real gpu-node-agent and gpu-handler loops in threads; one gpu-controller. Scenario steps
+change the hardware, NVML and validator pods and send the uevents the kernel would send; the
+components react exactly as they would on a cluster.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from deckhouse_gpu.adapters.memory_kube import MemoryKube
+from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, Step
+from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
+from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
+from deckhouse_gpu.ports.clock import SystemClock
+from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_SLICES, NotFound
+from deckhouse_gpu.services.dra_controller import DraControllerSettings
+from deckhouse_gpu.services.gpu_controller import ControllerSettings
+from deckhouse_gpu.simulator.allocation import pod_on_node
+from deckhouse_gpu.simulator.node import SimulatedNode, build_node, set_validator, start_components
+from deckhouse_gpu.simulator.prepare import allocate, claim_ref, describe_prepare
+
+SETTLE_TIMEOUT = 60.0  # only a stuck world waits this long; a loaded CI machine can take over 15 s
+QUIET_SECONDS = 0.3  # no API write and every loop idle for this long: the world has settled
+
+
+class SimulatedCluster:
+    def __init__(self, scenario: Scenario, workdir: Path | None = None) -> None:
+        self.scenario = scenario
+        self._tmp = tempfile.TemporaryDirectory(prefix="gpu-sim-") if workdir is None else None
+        self.workdir = workdir or Path(self._tmp.name if self._tmp else ".")
+        self.api = MemoryKube()
+        self.api.version = (1, scenario.settings.kubernetes_minor)
+        self.clock = SystemClock()
+        self.nodes: dict[str, SimulatedNode] = {}
+        self.report: list[str] = []  # what the last kubelet step printed
+        self._controller_stop = threading.Event()
+
+    def start(self) -> None:
+        """Builds every host first, then starts the components together, as a booting cluster would."""
+        for spec in self.scenario.nodes:
+            labels = {"kubernetes.io/hostname": spec.name}
+            self.api.create(NODES, {"metadata": {"name": spec.name, "labels": labels}})
+            self.nodes[spec.name] = build_node(spec, HostBuilder(self.workdir / spec.name))
+            if spec.gpus:
+                set_validator(self.api, spec.name, spec.validator)
+        settings = ControllerSettings(debounce_seconds=0.05)
+        start_controller(
+            self.api, self._controller_stop, ControllerOptions(settings=settings, leader_elect=False)
+        )
+        start_dra_controller(
+            self.api,
+            self._controller_stop,
+            leader_elect=False,
+            pinned_version=f"1.{self.scenario.settings.kubernetes_minor}",
+            settings=DraControllerSettings(debounce_seconds=0.02, audit_debounce_seconds=0.1),
+        )
+        for node in self.nodes.values():
+            start_components(node, self.api, self.clock, self.scenario.settings)
+        self.settle()
+
+    def apply(self, step: Step) -> None:
+        """Changes the world as the step says, with the events the kernel or kubelet would send."""
+        args = step.args
+        self.report = []
+        if step.kind == "wait":
+            time.sleep(float(args["seconds"]))
+        elif step.kind == "deleteObject":
+            self.api.delete(PHYSICAL_GPUS, str(args["name"]))
+        else:
+            self._apply_to_node(step.kind, self._node(str(args.get("node"))), args)
+
+    def _apply_to_node(self, kind: str, node: SimulatedNode, args: dict[str, Any]) -> None:
+        address = str(args.get("address", ""))
+        if kind == "addGpu":
+            node.add_gpu(str(args["model"]), address, args.get("driver", "nvidia"))
+        elif kind == "removeGpu":
+            node.remove_gpu(address)
+        elif kind == "bindDriver":
+            node.bind_driver(address, args.get("driver"))
+        elif kind == "breakNvml":
+            if args.get("failure", "lost") == "library":
+                node.nvml.fail_library()
+            else:
+                node.nvml.fail_device(address, "GPU is lost")
+        elif kind == "repairNvml":
+            node.nvml.clear_failures()
+        elif kind in ("prepareClaim", "unprepareClaim"):
+            self.report = self._kubelet(kind, node, args)
+        elif kind == "podOnNode":
+            self.report = pod_on_node(self.api, node.spec.name, args)
+        elif kind == "labelNode":
+            labels = {
+                str(key): (None if value is None else str(value)) for key, value in args["labels"].items()
+            }
+            self.api.patch(NODES, node.spec.name, {"metadata": {"labels": labels}})
+        elif kind == "setValidator":
+            set_validator(self.api, node.spec.name, str(args["state"]))
+        elif kind == "deleteNode":
+            # The machine is decommissioned: its components stop, the garbage collector does the rest.
+            node.stop.set()
+            del self.nodes[node.spec.name]
+            self.api.delete(NODES, node.spec.name)
+
+    def _kubelet(self, kind: str, node: SimulatedNode, args: dict[str, Any]) -> list[str]:
+        """What the kubelet does for a Pod's claim: NodePrepareResources / NodeUnprepareResources."""
+        assert node.prepare is not None
+        name = str(args["name"])
+        if kind == "prepareClaim":
+            if args.get("devices"):  # as the scheduler would have allocated them
+                allocate(self.api, node.spec.name, name, [str(device) for device in args["devices"]])
+            try:
+                ref = claim_ref(self.api, name)
+            except NotFound:
+                return [f"  claim {name} does not exist: give its devices, or create it with podOnNode first"]
+            result = node.prepare.prepare([ref])[ref.uid]
+            return describe_prepare(result, node.builder.root / "etc/cdi", ref.uid)
+        ref = claim_ref(self.api, name)
+        error = node.prepare.unprepare([ref])[ref.uid]
+        return [f"  unprepare failed: {error}" if error else f"  unprepared {name}"]
+
+    def _node(self, name: str) -> SimulatedNode:
+        if name not in self.nodes:
+            raise ScenarioError(f"step names unknown node {name!r}")
+        return self.nodes[name]
+
+    def settle(self) -> float:
+        """Waits until no component has work and the API has been quiet; returns the seconds it took."""
+        started = time.monotonic()
+        quiet_since: float | None = None
+        version = self.api.resource_version
+        while (now := time.monotonic()) - started < SETTLE_TIMEOUT:
+            current = self.api.resource_version
+            if current != version or not all(node.idle() for node in self.nodes.values()):
+                version, quiet_since = current, None
+            elif quiet_since is None:
+                quiet_since = now
+            elif now - quiet_since >= QUIET_SECONDS:
+                return quiet_since - started
+            time.sleep(0.005)
+        raise TimeoutError(f"the simulated cluster did not settle within {SETTLE_TIMEOUT} s")
+
+    def physical_gpus(self) -> list[dict[str, Any]]:
+        return self.api.list(PHYSICAL_GPUS).items
+
+    def resource_slices(self) -> list[dict[str, Any]]:
+        return self.api.list(RESOURCE_SLICES).items
+
+    def events(self) -> list[dict[str, Any]]:
+        return self.api.list(EVENTS, namespace="default").items
+
+    def close(self) -> None:
+        self._controller_stop.set()
+        for node in self.nodes.values():
+            node.stop.set()
+        if self._tmp is not None:
+            self._tmp.cleanup()

@@ -1,0 +1,95 @@
+"""Which opaque config applies to an allocated device, and what prepare refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from deckhouse_gpu.domain.allocation.claim_config import (
+    ConfigRefused,
+    device_config,
+    sharing_strategy,
+)
+from deckhouse_gpu.domain.config.opaque_config import (
+    MPS,
+    GPUConfig,
+    MIGConfig,
+    TimeSlicing,
+    VFIOConfig,
+)
+
+API = "gpu.deckhouse.io/v1alpha1"
+
+
+def entry(
+    parameters: Any,
+    source: str = "FromClaim",
+    requests: list[str] | None = None,
+    driver: str = "gpu.deckhouse.io",
+) -> dict[str, Any]:
+    found: dict[str, Any] = {"source": source, "opaque": {"driver": driver, "parameters": parameters}}
+    if requests is not None:
+        found["requests"] = requests
+    return found
+
+
+def allocation(*entries: dict[str, Any]) -> dict[str, Any]:
+    return {"devices": {"results": [], "config": list(entries)}}
+
+
+GPU_MPS = {"apiVersion": API, "kind": "GPUConfig", "sharing": {"strategy": "MPS"}}
+GPU_TS = {"apiVersion": API, "kind": "GPUConfig", "sharing": {"strategy": "TimeSlicing"}}
+MIG_MPS = {"apiVersion": API, "kind": "MIGConfig", "sharing": {"strategy": "MPS"}}
+VFIO = {"apiVersion": API, "kind": "VFIOConfig"}
+
+
+def test_no_config_is_none() -> None:
+    assert device_config({"request": "gpu"}, allocation(), "Physical") is None
+
+
+def test_the_claims_config_replaces_the_classes_for_the_same_device_type() -> None:
+    found = device_config(
+        {"request": "gpu"}, allocation(entry(GPU_TS, "FromClass"), entry(GPU_MPS)), "Physical"
+    )
+    assert found == GPUConfig(sharing=MPS())
+
+
+def test_each_device_gets_the_config_of_its_type() -> None:
+    both = allocation(entry(GPU_TS, "FromClass"), entry(MIG_MPS, "FromClass"))
+    assert device_config({"request": "gpu"}, both, "MIG") == MIGConfig(sharing=MPS())
+    assert device_config({"request": "gpu"}, both, "Physical") == GPUConfig(sharing=TimeSlicing())
+
+
+def test_entries_for_other_requests_and_other_drivers_do_not_apply() -> None:
+    found = allocation(entry(GPU_MPS, requests=["other"]), entry({"x": 1}, driver="other.example.com"))
+    assert device_config({"request": "gpu"}, found, "Physical") is None
+    assert device_config(
+        {"request": "gpu/mig"}, allocation(entry(MIG_MPS, requests=["gpu"])), "MIG"
+    ) == MIGConfig(sharing=MPS())
+
+
+def test_an_invalid_config_is_refused_naming_its_place_and_field() -> None:
+    bad = {
+        "apiVersion": API,
+        "kind": "GPUConfig",
+        "sharing": {"strategy": "MPS", "mps": {"defaultActiveThreadPercentage": 150}},
+    }
+    with pytest.raises(
+        ConfigRefused, match=r"^allocation config\[1\]: sharing\.mps\.defaultActiveThreadPercentage: 150"
+    ):
+        device_config({"request": "gpu"}, allocation(entry(GPU_TS), entry(bad)), "Physical")
+
+
+def test_vfio_on_a_share_is_refused() -> None:
+    with pytest.raises(ConfigRefused, match="VFIOConfig needs a whole card of its own"):
+        device_config({"request": "gpu", "shareID": "x"}, allocation(entry(VFIO)), "Physical")
+    assert device_config({"request": "gpu"}, allocation(entry(VFIO)), "Physical") == VFIOConfig()
+
+
+@pytest.mark.parametrize(
+    ("parameters", "strategy"),
+    [(GPU_MPS, "MPS"), (GPU_TS, "TimeSlicing"), (VFIO, None), ({"kind": "nope"}, "Invalid")],
+)
+def test_sharing_strategy_for_the_audit(parameters: Any, strategy: str | None) -> None:
+    assert sharing_strategy({"request": "gpu"}, allocation(entry(parameters))) == strategy

@@ -1,0 +1,121 @@
+import pytest
+
+from deckhouse_gpu.domain.offers.card_offers import card_offers, counter_set, eligible
+from deckhouse_gpu.domain.offers.model import OfferPolicy
+from tests.support.gpu_objects import ready_card
+
+A30 = "0000:17:00.0"
+
+
+def test_eligibility_needs_ready_healthy_nvidia_and_capabilities():
+    card = ready_card("w1", A30, "a30")
+    assert eligible(card)
+    assert not eligible(ready_card("w1", A30, "a30", healthy=False))
+    vfio = ready_card("w1", A30, "a30")
+    vfio["status"]["currentState"]["driverType"] = "VFIO"
+    assert not eligible(vfio)
+    bare = ready_card("w1", A30, "a30")
+    del bare["status"]["capabilities"]
+    assert not eligible(bare)
+
+
+def test_a30_offers_physical_and_every_placement_of_every_profile():
+    offers = card_offers(ready_card("w1", A30, "a30"), OfferPolicy())
+    names = [offer.name for offer in offers.offers]
+    assert names == sorted(names)
+    assert names[0] == "gpu-0000-17-00-0"
+    profiles = {
+        (o.attributes["migProfile"], o.attributes["migPlacementStart"])
+        for o in offers.offers
+        if o.kind == "MIG"
+    }
+    assert ("1g.6gb", 3) in profiles
+    assert ("1g.6gb+me", 0) in profiles
+    assert ("4g.24gb", 0) in profiles
+    assert len(offers.offers) == 1 + 4 + 4 + 2 + 2 + 1  # physical, 1g, 1g+me, 2g, 2g+me, 4g placements
+
+
+def test_counter_set_and_consumption():
+    card = ready_card("w1", A30, "a30")
+    counters = counter_set(card)
+    assert counters is not None
+    assert counters.name == "gpu-0000-17-00-0"
+    assert counters.counters["memory"] == "24576Mi"
+    assert [k for k in counters.counters if k.startswith("memory-slice-")] == [
+        f"memory-slice-{i}" for i in range(4)
+    ]
+    assert "encoders" not in counters.counters  # no zero counters
+    offers = card_offers(card, OfferPolicy()).offers
+    physical = offers[0]
+    assert physical.consumes == counters.counters  # the whole set: MIG and Physical exclude each other
+    two_g = next(o for o in offers if o.name == "gpu-0000-17-00-0-mig-2g-12gb-2")
+    assert {k: v for k, v in two_g.consumes.items() if k.startswith("memory-slice")} == {
+        "memory-slice-2": "1",
+        "memory-slice-3": "1",
+    }
+    assert two_g.capacity["memory"].value == two_g.consumes["memory"]
+
+
+def test_attributes_follow_the_spec_and_limits():
+    physical, mig = card_offers(ready_card("w1", A30, "a30"), OfferPolicy()).offers[:2]
+    assert physical.attributes["deviceType"] == "Physical"
+    assert physical.attributes["resource.kubernetes.io/pciBusID"] == A30
+    assert physical.attributes["resource.kubernetes.io/pcieRoot"] == "pci0000:17"
+    assert (physical.attributes["ccMajor"], physical.attributes["ccMinor"]) == (8, 0)
+    assert physical.attributes["device"] == "a30-pcie"
+    assert mig.attributes["deviceType"] == "MIG"
+    assert "resource.kubernetes.io/pciBusID" not in mig.attributes  # a MIG slice is not a PCI function
+    for offer in (physical, mig):
+        assert len(offer.attributes) + len(offer.capacity) <= 32
+        assert all(len(str(v).encode()) <= 64 for v in offer.attributes.values())
+
+
+def test_cards_without_mig_have_no_counter_set():
+    offers = card_offers(ready_card("w1", "0000:b1:00.0", "t4"), OfferPolicy())
+    assert offers.counter_set is None
+    assert [o.kind for o in offers.offers] == ["Physical"]
+    assert offers.offers[0].consumes == {}
+
+
+@pytest.mark.parametrize(
+    ("policy", "kinds", "shared"),
+    [
+        (OfferPolicy(mig=False), {"Physical"}, False),
+        (OfferPolicy(sharing=True), {"Physical"}, True),
+        (OfferPolicy(sharing=True, consumable=False), {"Physical", "MIG"}, False),  # cannot share: as usual
+        (OfferPolicy(partitionable=False), {"Physical"}, False),
+    ],
+)
+def test_node_policy(policy, kinds, shared):
+    offers = card_offers(ready_card("w1", A30, "a30"), policy)
+    assert {o.kind for o in offers.offers} == kinds
+    assert offers.offers[0].shared is shared
+    if policy.partitionable and policy.mig and not shared:
+        assert offers.counter_set is not None
+    else:
+        assert offers.counter_set is None
+        assert all(not o.consumes for o in offers.offers)
+
+
+def test_shared_offer_capacity_and_policies():
+    (offer,) = card_offers(ready_card("w1", A30, "a30"), OfferPolicy(sharing=True)).offers
+    share = offer.capacity["sharePercent"]
+    assert share.value == "100"
+    assert share.policy is not None
+    assert (share.policy.default, share.policy.min, share.policy.max, share.policy.step) == (
+        "100",
+        "1",
+        "100",
+        "1",
+    )
+    memory = offer.capacity["memory"]
+    assert memory.policy is not None
+    assert (memory.policy.default, memory.policy.max) == ("0Mi", "24576Mi")
+
+
+def test_active_mode_leaves_conflicting_offers_out():
+    mig_active = card_offers(ready_card("w1", A30, "a30"), OfferPolicy(), active="MIG")
+    assert {o.kind for o in mig_active.offers} == {"MIG"}
+    physical_active = card_offers(ready_card("w1", A30, "a30"), OfferPolicy(), active="Physical")
+    assert [o.kind for o in physical_active.offers] == ["Physical"]
+    assert physical_active.counter_set is not None  # still consumed by the Physical offer

@@ -1,0 +1,237 @@
+"""The prepare checkpoint codec: round trip, integrity, reboots, tolerant and strict reading."""
+
+import json
+
+import pytest
+
+from deckhouse_gpu.domain.prepare.checkpoint import (
+    Checkpoint,
+    ClaimEntry,
+    CorruptCheckpoint,
+    DevicePlan,
+    MigRecord,
+    checksum,
+    decode,
+    encode,
+)
+from deckhouse_gpu.ports.mig import MigInstance
+
+BOOT = "7d3c1b2a-0000-4000-8000-000000000001"
+OTHER_BOOT = "7d3c1b2a-0000-4000-8000-000000000002"
+CARD = "0000:17:00.0"
+
+MIG_PLAN = DevicePlan(
+    request="gpu", pool="w1", device="gpu-0000-17-00-0-mig-1g-6gb-2", card=CARD, kind="MIG",
+    profile_id=14, placement_start=2, placement_size=1,
+)  # fmt: skip
+PHYSICAL_PLAN = DevicePlan(
+    request="whole",
+    pool="w1",
+    device="gpu-0000-31-00-0",
+    card="0000:31:00.0",
+    kind="Physical",
+    share_id="s-1",
+)
+INSTANCE = MigInstance(CARD, 5, 0, 14, 2, 1, "MIG-11111111-2222-3333-4444-555555555555")
+
+
+def started(uid="uid-a", devices=(MIG_PLAN,)):
+    return ClaimEntry(uid=uid, namespace="ns", name=f"claim-{uid}", state="PrepareStarted", devices=devices)
+
+
+def full_checkpoint():
+    mig = started("uid-a").with_mig_enabled(CARD).with_mig(MigRecord.from_instance(INSTANCE))
+    mig = mig.completed({MIG_PLAN.device: ("k8s.gpu.deckhouse.io/claim=uid-a-mig",)}, "2026-11-21T12:00:00Z")
+    physical = started("uid-b", (PHYSICAL_PLAN,))
+    return Checkpoint(BOOT).with_entry(mig).with_entry(physical)
+
+
+def rewrite(data: bytes, change, *, rehash=True) -> bytes:
+    """The file as a (newer or broken) writer would leave it: changed, then checksummed again."""
+    document = json.loads(data)
+    change(document)
+    if rehash:
+        document["checksum"] = checksum(document)
+    return json.dumps(document).encode()
+
+
+def test_round_trip_keeps_every_field():
+    checkpoint = full_checkpoint()
+    decoded = decode(encode(checkpoint), BOOT)
+    assert decoded.checkpoint == checkpoint
+    assert decoded.dropped_after_reboot == []
+    entry = decoded.checkpoint.claims["uid-a"]
+    assert entry.state == "PrepareCompleted"
+    assert entry.mig == (MigRecord(CARD, 5, 0, 14, 2, 1, INSTANCE.uuid),)
+    assert entry.mig_enabled_cards == (CARD,)
+    assert entry.updated == "2026-11-21T12:00:00Z"
+
+
+def test_file_layout_is_versioned_with_a_checksum_and_omits_empty_options():
+    document = json.loads(encode(full_checkpoint()))
+    assert document["version"] == 1
+    assert document["bootID"] == BOOT
+    assert document["checksum"].startswith("sha256:")
+    assert document["checksum"] == checksum(document)
+    assert document["claims"]["uid-b"]["devices"] == [
+        {"request": "whole", "pool": "w1", "device": "gpu-0000-31-00-0", "card": "0000:31:00.0",
+         "kind": "Physical", "shareID": "s-1"},
+    ]  # fmt: skip
+    assert document["claims"]["uid-a"]["mig"][0]["gpuInstanceID"] == 5
+    assert document["claims"]["uid-a"]["cdiDeviceIDs"] == {
+        MIG_PLAN.device: ["k8s.gpu.deckhouse.io/claim=uid-a-mig"]
+    }
+
+
+def test_encoding_is_deterministic():
+    assert encode(full_checkpoint()) == encode(full_checkpoint())
+
+
+def test_empty_checkpoint_round_trips():
+    assert decode(encode(Checkpoint(BOOT)), BOOT).checkpoint == Checkpoint(BOOT)
+
+
+def test_tampered_content_fails_the_checksum():
+    def tamper(document):
+        document["claims"]["uid-a"]["mig"][0]["gpuInstanceID"] = 6
+
+    with pytest.raises(CorruptCheckpoint, match="checksum mismatch") as caught:
+        decode(rewrite(encode(full_checkpoint()), tamper, rehash=False), BOOT)
+    assert "sha256:" in caught.value.reason
+
+
+def test_a_single_flipped_byte_is_caught():
+    data = bytearray(encode(full_checkpoint()))
+    index = data.index(b"claim-uid-b")
+    data[index] = ord("C")
+    with pytest.raises(CorruptCheckpoint, match="checksum mismatch"):
+        decode(bytes(data), BOOT)
+
+
+def test_unknown_fields_of_a_newer_writer_are_read_past():
+    def newer(document):
+        document["writer"] = "gpu-handler v2"
+        document["claims"]["uid-a"]["vfio"] = {"group": 42}
+        document["claims"]["uid-a"]["devices"][0]["migDevice"] = "1g.6gb"
+        document["claims"]["uid-a"]["mig"][0]["engines"] = ["NVDEC"]
+
+    decoded = decode(rewrite(encode(full_checkpoint()), newer), BOOT)
+    assert decoded.checkpoint == full_checkpoint()
+
+
+def test_optional_collections_may_be_absent():
+    def sparse(document):
+        for key in ("mig", "migEnabledCards", "cdiDeviceIDs", "updated"):
+            del document["claims"]["uid-b"][key]
+
+    decoded = decode(rewrite(encode(full_checkpoint()), sparse), BOOT)
+    assert decoded.checkpoint.claims["uid-b"] == started("uid-b", (PHYSICAL_PLAN,))
+
+
+def test_entries_of_another_boot_are_not_prepared_and_come_back_separately():
+    decoded = decode(encode(full_checkpoint()), OTHER_BOOT)
+    assert decoded.checkpoint == Checkpoint(OTHER_BOOT)
+    assert [entry.uid for entry in decoded.dropped_after_reboot] == ["uid-a", "uid-b"]
+    assert decoded.dropped_after_reboot[0].cdi_device_ids  # what the caller cleans up
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "not JSON"),
+        (b'{"version": 1, "claims": {', "not JSON"),
+        (b"\xff\xfe garbage", "not JSON"),
+        (b"[1, 2]", "expected a JSON object at the top, got list"),
+        (b'{"claims": {}}', "version: missing"),
+        (b'{"version": "1"}', "version: expected an integer, got str"),
+        (b'{"version": true}', "version: expected an integer, got bool"),
+        (b'{"version": 2, "checksum": "sha256:00"}', "unknown version 2 (this reader knows 1)"),
+        (b'{"version": 1, "bootID": "b", "claims": {}}', "checksum: missing"),
+        (b'{"version": 1, "checksum": "md5:abc"}', "checksum: unsupported algorithm"),
+    ],
+)
+def test_corrupt_files_raise_with_a_reason(data, reason):
+    with pytest.raises(CorruptCheckpoint) as caught:
+        decode(data, BOOT)
+    assert reason in caught.value.reason
+    assert str(caught.value) == caught.value.reason
+
+
+def _set(path, value):
+    def change(document):
+        target = document
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (_set(["bootID"], 7), "bootID: expected a string, got int"),
+        (_set(["claims"], []), "claims: expected an object, got list"),
+        (_set(["claims", "uid-a"], "x"), "claims.uid-a: expected an object, got str"),
+        (_set(["claims", "uid-a", "uid"], "uid-z"), "claims.uid-a: the entry's uid is 'uid-z'"),
+        (_set(["claims", "uid-a", "state"], "Prepared"), "claims.uid-a.state: 'Prepared' is not one of"),
+        (_set(["claims", "uid-a", "namespace"], None), "claims.uid-a.namespace: missing"),
+        (_set(["claims", "uid-a", "devices"], {}), "claims.uid-a.devices: expected a list, got dict"),
+        (
+            _set(["claims", "uid-a", "devices", 0, "kind"], "VFIO"),
+            "claims.uid-a.devices[0].kind: 'VFIO' is not",
+        ),
+        (
+            _set(["claims", "uid-a", "devices", 0, "profileID"], "14"),
+            "claims.uid-a.devices[0].profileID: expected an integer, got str",
+        ),
+        (_set(["claims", "uid-a", "mig", 0, "uuid"], None), "claims.uid-a.mig[0].uuid: missing"),
+        (
+            _set(["claims", "uid-a", "mig", 0, "placementSize"], 1.5),
+            "claims.uid-a.mig[0].placementSize: expected an integer, got float",
+        ),
+        (
+            _set(["claims", "uid-a", "migEnabledCards"], [1]),
+            "claims.uid-a.migEnabledCards: expected a list of str",
+        ),
+        (
+            _set(["claims", "uid-a", "cdiDeviceIDs", MIG_PLAN.device], "x"),
+            f"claims.uid-a.cdiDeviceIDs.{MIG_PLAN.device}: expected a list of strings",
+        ),
+    ],
+)
+def test_wrong_types_with_a_valid_checksum_raise_naming_the_path(change, reason):
+    with pytest.raises(CorruptCheckpoint) as caught:
+        decode(rewrite(encode(full_checkpoint()), change), BOOT)
+    assert reason in caught.value.reason
+
+
+def test_entry_helpers_return_copies():
+    entry = started()
+    record = MigRecord.from_instance(INSTANCE)
+    with_mig = entry.with_mig(record)
+    assert entry.mig == ()
+    assert with_mig.with_mig(record).mig == (record,)  # re-recording after a retry does not double
+    assert with_mig.without_mig(record.key).mig == ()
+    assert entry.with_mig_enabled(CARD).with_mig_enabled(CARD).mig_enabled_cards == (CARD,)
+    moved = entry.with_state("PrepareCompleted", "2026-11-21T12:00:01Z")
+    assert (moved.state, moved.updated, entry.state) == (
+        "PrepareCompleted",
+        "2026-11-21T12:00:01Z",
+        "PrepareStarted",
+    )
+    assert moved.with_state("PrepareStarted").updated == "2026-11-21T12:00:01Z"
+
+
+def test_checkpoint_helpers():
+    checkpoint = full_checkpoint()
+    assert [entry.uid for entry in checkpoint.entries_in("PrepareStarted")] == ["uid-b"]
+    assert [entry.uid for entry in checkpoint.entries_in("PrepareCompleted")] == ["uid-a"]
+    assert checkpoint.owned_mig() == {(CARD, 5, 0)}
+    assert set(checkpoint.without("uid-a").claims) == {"uid-b"}
+    assert set(checkpoint.claims) == {"uid-a", "uid-b"}
+    assert checkpoint.without("missing") == checkpoint
+    assert checkpoint.get("uid-a") is checkpoint.claims["uid-a"]
+    assert checkpoint.get("missing") is None
+    half_done = started("uid-c").with_mig(MigRecord(CARD, 6, 0, 14, 3, 1, "MIG-c"))
+    assert checkpoint.with_entry(half_done).owned_mig() == {(CARD, 5, 0), (CARD, 6, 0)}
