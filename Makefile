@@ -37,6 +37,7 @@ demo: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 typecheck: venv
 	$(VENV)/bin/mypy

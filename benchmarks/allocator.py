@@ -17,8 +17,6 @@ import statistics
 import time
 from typing import Any
 
-from tests.support.gpu_objects import node_cards
-
 from benchmarks.common import line
 from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
 from deckhouse_gpu.domain.allocation.checks import selectors_match
@@ -30,6 +28,7 @@ from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.allocation.state import AllocatedState
 from deckhouse_gpu.domain.offers.model import physical_name
 from deckhouse_gpu.services.slice_preview import render_nodes
+from testkit.gpu_objects import node_cards
 
 NODES = 500
 CARDS = 8

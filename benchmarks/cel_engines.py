@@ -23,7 +23,7 @@ cel-expr-python and the Rust binding build their devices' activations/contexts b
 (converting a device costs them 15-60 us more each time it is done). ``make bench`` prints the
 current figures of the engines installed (in the module's venv: dra_cel and celpy).
 
-Why the module evaluates with its own closures over cel-python's parser (domain/dra_cel):
+Why the module evaluates with its own closures over cel-python's parser (domain/cel):
 
 - cel-python's interpreter is exact enough (tests/module/test_deviceclass_examples.py ran on it)
   but takes 0.2-0.9 ms per evaluation: a claim's request against a few hundred devices costs
@@ -52,14 +52,13 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from tests.support.gpu_objects import node_cards
-
 from benchmarks.common import line
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 from deckhouse_gpu.domain.cel import SelectorEngine, device_view
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
+from testkit.gpu_objects import node_cards
 
 DRIVER = "gpu.deckhouse.io"
 _A = f'device.attributes["{DRIVER}"]'

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.fake_apiserver import FakeApiServer
-from tests.support.kubeconfig import write_kubeconfig
-
 from benchmarks.common import ADDRESSES, GPUS, NODE, line, measure_process, report, timed
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
@@ -19,6 +16,8 @@ from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.inventory_sync import InventorySync
+from testkit.fake_apiserver import FakeApiServer
+from testkit.kubeconfig import write_kubeconfig
 
 MODELS = ",".join(["h100-80gb"] * GPUS)
 READY = {

@@ -6,10 +6,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.support.fake_apiserver import FakeApiServer
-from tests.support.kubeconfig import write_kubeconfig
-from tests.support.waiting import free_port
-
 from benchmarks.common import GPUS, NODE, OTHER_DEVICES, line, measure_process, report, timed
 from benchmarks.in_cluster import launcher_argv, tls_context
 from deckhouse_gpu.adapters.kube_client import load_kube
@@ -20,6 +16,9 @@ from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, KubeAPI
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.inventory_sync import InventorySync, read_host
+from testkit.fake_apiserver import FakeApiServer
+from testkit.kubeconfig import write_kubeconfig
+from testkit.waiting import free_port
 
 
 def make_sync(api: KubeAPI, host: HostBuilder) -> InventorySync:

@@ -14,10 +14,9 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from tests.support.prepare_world import allocate, build_world
-
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
 from deckhouse_gpu.services.prepare import PrepareService
+from testkit.prepare_world import allocate, build_world
 
 ROUNDS = 100
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support.gpu_objects import node_cards
-
 from benchmarks.common import line, report, timed
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.domain.offers.card_offers import card_offers
@@ -15,6 +13,7 @@ from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from testkit.gpu_objects import node_cards
 
 
 def run() -> None:

@@ -4,7 +4,7 @@ import shutil
 from deckhouse_gpu.adapters.sim import driver_tree
 from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
 from deckhouse_gpu.domain.prepare.checkpoint import DevicePlan
-from tests.support.prepare_world import build_world
+from testkit.prepare_world import build_world
 
 A30 = "0000:17:00.0"
 PHYSICAL = DevicePlan("gpu", "gpus/w1", "gpu-0000-17-00-0", A30, "Physical")

@@ -17,8 +17,8 @@ from deckhouse_gpu.adapters.metrics_server import serve_endpoints
 from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS
 from deckhouse_gpu.services.gpu_controller import ControllerSettings
+from testkit.waiting import wait_for
 from tests.support.controller_objects import add_card, add_node, add_pod, card, ready_status
-from tests.support.waiting import wait_for
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

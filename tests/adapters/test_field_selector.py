@@ -5,8 +5,8 @@ import pytest
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import NODES, Invalid
-from tests.support.fake_apiserver import FakeApiServer
-from tests.support.kubeconfig import write_kubeconfig
+from testkit.fake_apiserver import FakeApiServer
+from testkit.kubeconfig import write_kubeconfig
 
 
 def two_nodes(kube: MemoryKube) -> None:

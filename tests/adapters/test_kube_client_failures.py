@@ -20,9 +20,9 @@ from deckhouse_gpu.ports.kube import (
     Unavailable,
     WatchExpired,
 )
+from testkit.waiting import free_port
 from tests.support import kube_client_fixtures
 from tests.support.kube_client_fixtures import write_kubeconfig
-from tests.support.waiting import free_port
 
 # The shared fixtures, bound here so that pytest finds them for this module's tests.
 server, kube = kube_client_fixtures.server, kube_client_fixtures.kube

@@ -9,8 +9,8 @@ import pytest
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, Invalid, WatchExpired
+from testkit.fake_apiserver import FakeApiServer
 from tests.support import kube_client_fixtures
-from tests.support.fake_apiserver import FakeApiServer
 from tests.support.kube_client_fixtures import gpu, last, write_kubeconfig
 
 # The shared fixtures, bound here so that pytest finds them for this module's tests.

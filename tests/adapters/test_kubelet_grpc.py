@@ -19,8 +19,9 @@ import pytest
 
 from deckhouse_gpu.adapters.kubelet_grpc import RunningPlugin, start_plugin
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PluginPaths, PreparedDevice, PrepareResult
+from testkit.prepare_world import allocate, build_world
+from testkit.waiting import wait_for
 from tests.support.fake_kubelet import FakeKubelet, retry_until_ok
-from tests.support.waiting import wait_for
 
 DRIVER = "gpu.deckhouse.io"
 OLD_POD = "0b5f3c2a-6d7e-4f80-9a1b-2c3d4e5f6a70"
@@ -317,21 +318,35 @@ def test_socket_path_too_long_is_refused_before_binding(root):
     assert not os.path.exists(paths.dra_socket)
 
 
-def test_pod_uid_plugins_serialize_through_the_shared_lock_file(root, kubelet, plugins):
-    paths = _paths(root, NEW_POD)
-    service = FakeDRAService()
-    _start(plugins, service, paths)
+def test_the_node_lock_is_the_one_lock_on_the_kubelet_path(root, kubelet, plugins):
+    # Another plugin pod (here: the test) holds pu.lock: the call waits for it only as long as the
+    # node lock's timeout, then answers with an error naming the lock, and the kubelet retries.
+    world = build_world(root / "world", {"0000:17:00.0": "a30"})
+    claim = allocate(world.api, "c1", "gpu-0000-17-00-0")
+    ref = ClaimRef("ns", claim["metadata"]["uid"], "c1")
+    _start(plugins, world.service(lock_timeout=0.3), _paths(root, NEW_POD))
     (connection,) = kubelet.wait_for_plugins(1)
-
-    # Another plugin pod (here: the test) holds the lock; the call waits for it.
-    lock = os.open(os.path.join(paths.plugin_dir, "serialize.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    answers: list[dict[str, PrepareResult]] = []
-    caller = threading.Thread(target=lambda: answers.append(connection.prepare([CLAIM_A])))
-    caller.start()
-    time.sleep(0.2)
-    assert (service.prepared, answers) == ([], [])
-    os.close(lock)
-    caller.join(5)
-    assert service.prepared == [["uid-a"]]
-    assert answers[0]["uid-a"].error == ""
+    world.lock_path.parent.mkdir(parents=True, exist_ok=True)
+    holder = os.open(world.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    started = time.monotonic()
+    refused = connection.prepare([ref])[ref.uid]
+    assert time.monotonic() - started < 5
+    assert "pu.lock" in refused.error
+    assert not world.checkpoint_path.exists() or ref.uid not in world.checkpoint_path.read_text()
+    os.close(holder)
+    # Two calls at once from the kubelet's workers: the node lock alone keeps them apart.
+    other = allocate(world.api, "c2", "gpu-0000-17-00-0-mig-1g-6gb-0")
+    second = ClaimRef("ns", other["metadata"]["uid"], "c2")
+    answers: dict[str, PrepareResult] = {}
+    callers = [
+        threading.Thread(target=lambda r=r: answers.update(connection.prepare([r]))) for r in (ref, second)
+    ]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(10)
+    # Both ran, one after the other: the second one to take the lock was refused by the guard
+    # (a whole card and a MIG slice of the same card), not corrupted by a race.
+    errors = sorted(bool(answers[r.uid].error) for r in (ref, second))
+    assert errors == [False, True]

@@ -16,6 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from deckhouse_gpu.cmd.controller import parse_args
 from deckhouse_gpu.ports.controller_resources import LEASES, PODS
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS
+from testkit.fake_apiserver import FakeApiServer
+from testkit.kubeconfig import write_kubeconfig
+from testkit.waiting import free_port, wait_for
 from tests.support.controller_objects import (
     add_card,
     add_node,
@@ -25,9 +28,6 @@ from tests.support.controller_objects import (
     ready_status,
     set_pod_status,
 )
-from tests.support.fake_apiserver import FakeApiServer
-from tests.support.kubeconfig import write_kubeconfig
-from tests.support.waiting import free_port, wait_for
 
 
 def get(url: str) -> tuple[int, str]:

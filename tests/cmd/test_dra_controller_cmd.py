@@ -11,7 +11,7 @@ import yaml
 
 from deckhouse_gpu.cmd import dra_controller
 from deckhouse_gpu.services.slice_preview import render_nodes
-from tests.support.gpu_objects import node_cards
+from testkit.gpu_objects import node_cards
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 

@@ -13,9 +13,9 @@ from deckhouse_gpu.cmd.handler import main
 from deckhouse_gpu.cmd.node_agent import main as agent_main
 from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
-from tests.support.fake_apiserver import FakeApiServer
-from tests.support.gpu_objects import ready_card
-from tests.support.kubeconfig import write_kubeconfig
+from testkit.fake_apiserver import FakeApiServer
+from testkit.gpu_objects import ready_card
+from testkit.kubeconfig import write_kubeconfig
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ import pytest
 
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
-from tests.support.fake_apiserver import FakeApiServer
-from tests.support.kubeconfig import write_kubeconfig
-from tests.support.waiting import free_port, wait_for
+from testkit.fake_apiserver import FakeApiServer
+from testkit.kubeconfig import write_kubeconfig
+from testkit.waiting import free_port, wait_for
 
 
 def readyz(port: int) -> int:

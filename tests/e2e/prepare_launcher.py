@@ -31,10 +31,11 @@ from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.cmd import handler, handler_wiring
 from deckhouse_gpu.cmd.plugin_wiring import build_prepare
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, Decoded
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
-from deckhouse_gpu.ports.mig import MigControl, MigInstance
+from deckhouse_gpu.ports.mig import MigControl
 from deckhouse_gpu.services.prepare import PrepareService
 
 

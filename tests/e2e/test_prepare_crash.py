@@ -25,6 +25,10 @@ from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS
+from testkit.fake_apiserver import FakeApiServer
+from testkit.gpu_objects import ready_card
+from testkit.kubeconfig import write_kubeconfig
+from testkit.prepare_world import allocate
 from tests.e2e.sim_node import (
     CARD_A,
     CARD_B,
@@ -41,10 +45,6 @@ from tests.e2e.sim_node import (
     placements,
     ref,
 )
-from tests.support.fake_apiserver import FakeApiServer
-from tests.support.gpu_objects import ready_card
-from tests.support.kubeconfig import write_kubeconfig
-from tests.support.prepare_world import allocate
 
 MIG_0, MIG_1, MIG_2 = (f"gpu-0000-17-00-0-mig-1g-6gb-{start}" for start in (0, 1, 2))
 WHOLE_B = "gpu-0000-31-00-0"

@@ -27,6 +27,10 @@ from deckhouse_gpu.domain.naming import physical_gpu_name
 from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
+from testkit.fake_apiserver import FakeApiServer
+from testkit.kubeconfig import write_kubeconfig
+from testkit.prepare_world import allocate
+from testkit.waiting import wait_for
 from tests.e2e.sim_node import (
     CARD_A,
     CARD_B,
@@ -42,11 +46,7 @@ from tests.e2e.sim_node import (
     placements,
     ref,
 )
-from tests.support.fake_apiserver import FakeApiServer
 from tests.support.fake_kubelet import FakeKubelet, PluginConnection
-from tests.support.kubeconfig import write_kubeconfig
-from tests.support.prepare_world import allocate
-from tests.support.waiting import wait_for
 
 DRIVER = "gpu.deckhouse.io"
 WHOLE_A, WHOLE_B = "gpu-0000-17-00-0", "gpu-0000-31-00-0"

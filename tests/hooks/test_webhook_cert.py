@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from cryptography import x509
 from deckhouse import hook
-from lib import webhook_cert as wc
 
+from lib import webhook_cert as wc
 from tests.hooks.conftest import hook_config, load_hook
 
 HOOK = load_hook("webhook_cert")

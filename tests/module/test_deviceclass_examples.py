@@ -1,7 +1,7 @@
 """The example DeviceClasses and claims (docs/examples) against what the driver really publishes.
 
 (a) The DeviceClasses are valid objects (shared/reference/k8s-dra-facts.md section 2.1).
-(b) Every selector is evaluated by the module's DRA CEL engine (deckhouse_gpu/domain/dra_cel)
+(b) Every selector is evaluated by the module's DRA CEL engine (deckhouse_gpu/domain/cel)
     against every device of the pools rendered from simulated cards of each model, for 1.34 and
     1.35, on a plain node, a sharing node, a node with MIG switched off and after the fallback; each
     class must select exactly the devices it is meant for and fail on none (an evaluation error

@@ -19,8 +19,8 @@ from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_CLAIMS, RESOURCE_SLICES, Conflict
 from deckhouse_gpu.services.dra_controller import DraControllerSettings
 from deckhouse_gpu.services.slice_preview import render_nodes
-from tests.support.gpu_objects import node_cards
-from tests.support.waiting import wait_for
+from testkit.gpu_objects import node_cards
+from testkit.waiting import wait_for
 
 SETTINGS = DraControllerSettings(
     debounce_seconds=0.01,

@@ -10,6 +10,7 @@ from deckhouse_gpu.cmd.controller import ControllerOptions, RunningController, s
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, Unavailable
 from deckhouse_gpu.services.gpu_controller import ControllerSettings
+from testkit.waiting import wait_for
 from tests.support.controller_objects import (
     NAMESPACE,
     add_card,
@@ -20,7 +21,6 @@ from tests.support.controller_objects import (
     ready_status,
     set_pod_status,
 )
-from tests.support.waiting import wait_for
 
 # Only the watches can deliver a change in these tests: the safety resync never comes.
 SETTINGS = ControllerSettings(debounce_seconds=0.02, resync_seconds=3600, watch_timeout_seconds=2)

@@ -8,8 +8,8 @@ from deckhouse_gpu.domain.inventory.driver_ready import pod_node
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import Unavailable
 from deckhouse_gpu.services.informer import Informer, OnChange
+from testkit.waiting import wait_for
 from tests.support.controller_objects import NAMESPACE, add_pod, pod, ready_status, set_pod_status
-from tests.support.waiting import wait_for
 
 
 def recorder() -> tuple[list[tuple[str | None, str | None]], OnChange]:

@@ -12,6 +12,7 @@ from deckhouse_gpu.ports.controller_resources import LEASES
 from deckhouse_gpu.ports.kube import EVENTS, KubeAPI, Unavailable
 from deckhouse_gpu.services.gpu_controller import ControllerSettings
 from deckhouse_gpu.services.leader_election import LeaderElector
+from testkit.waiting import wait_for
 from tests.support.controller_objects import (
     add_card,
     add_node,
@@ -21,7 +22,6 @@ from tests.support.controller_objects import (
     ready_status,
     set_pod_status,
 )
-from tests.support.waiting import wait_for
 
 
 class ReplicaClock:

@@ -17,7 +17,7 @@ from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync, SyncReport
 from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
 from deckhouse_gpu.services.trigger_loop import Trigger
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 # Long enough that no test passes because of a periodic rescan.
 SETTINGS = LoopSettings(

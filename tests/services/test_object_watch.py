@@ -7,7 +7,7 @@ import threading
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import NODES, WatchEvent
 from deckhouse_gpu.services.object_watch import start_watch
-from tests.support.waiting import wait_for
+from testkit.waiting import wait_for
 
 
 def test_a_field_selector_applies_to_the_watch_as_to_the_list() -> None:

@@ -9,7 +9,7 @@ from deckhouse_gpu.adapters.sim.sim_mig import MigOp
 from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS
-from tests.support.prepare_world import BOOT_ID, PrepareWorld, allocate, build_world
+from testkit.prepare_world import BOOT_ID, PrepareWorld, allocate, build_world
 
 A30, A30B = "0000:17:00.0", "0000:31:00.0"
 

@@ -9,7 +9,7 @@ from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_SLICES
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.slice_publisher import InvalidPool, PublisherSettings, SlicePublisher
-from tests.support.gpu_objects import node_cards, ready_card
+from testkit.gpu_objects import node_cards, ready_card
 
 
 @pytest.fixture

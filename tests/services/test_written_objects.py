@@ -12,8 +12,8 @@ from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import EVENTS, RESOURCE_CLAIMS
 from deckhouse_gpu.services.events import EventRecorder, event_name
+from testkit.prepare_world import allocate, build_world
 from tests.support.k8s_semantics import DNS1123_SUBDOMAIN
-from tests.support.prepare_world import allocate, build_world
 from tests.support.written_object_rules import device_status_errors, event_errors
 
 A30 = "0000:17:00.0"

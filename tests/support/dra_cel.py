@@ -1,4 +1,4 @@
-"""DRA device selectors for the tests: a thin layer over the module's engine (domain/dra_cel).
+"""DRA device selectors for the tests: a thin layer over the module's engine (domain/cel).
 
 It keeps the tests' older spelling (``Selector(expression)``, ``device_view(device, driver)``); new
 tests use :class:`deckhouse_gpu.domain.cel.SelectorEngine` directly.

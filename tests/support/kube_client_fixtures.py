@@ -8,8 +8,8 @@ import pytest
 
 from deckhouse_gpu.adapters.kube_client import ClientKube, load_kube
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, Resource
-from tests.support import kubeconfig as support_kubeconfig
-from tests.support.fake_apiserver import FakeApiServer, RecordedRequest
+from testkit import kubeconfig as support_kubeconfig
+from testkit.fake_apiserver import FakeApiServer, RecordedRequest
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", namespaced=True)
 RESOURCES = (NODES, EVENTS, PHYSICAL_GPUS, WIDGETS)

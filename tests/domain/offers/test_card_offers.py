@@ -2,7 +2,7 @@ import pytest
 
 from deckhouse_gpu.domain.offers.card_offers import card_offers, counter_set, eligible
 from deckhouse_gpu.domain.offers.model import OfferPolicy
-from tests.support.gpu_objects import ready_card
+from testkit.gpu_objects import ready_card
 
 A30 = "0000:17:00.0"
 

@@ -9,7 +9,7 @@ from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError, layout, pool_name, render
 from deckhouse_gpu.domain.offers.slice_rules import validate_pool
-from tests.support.gpu_objects import node_cards, ready_card
+from testkit.gpu_objects import node_cards, ready_card
 
 POLICIES = {
     "default": OfferPolicy(),

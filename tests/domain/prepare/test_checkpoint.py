@@ -14,7 +14,7 @@ from deckhouse_gpu.domain.prepare.checkpoint import (
     decode,
     encode,
 )
-from deckhouse_gpu.ports.mig import MigInstance
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 
 BOOT = "7d3c1b2a-0000-4000-8000-000000000001"
 OTHER_BOOT = "7d3c1b2a-0000-4000-8000-000000000002"

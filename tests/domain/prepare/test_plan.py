@@ -3,7 +3,7 @@ import pytest
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry, DevicePlan
 from deckhouse_gpu.domain.prepare.guard import conflicts
 from deckhouse_gpu.domain.prepare.plan import PlanError, plan_claim
-from tests.support.gpu_objects import ready_card
+from testkit.gpu_objects import ready_card
 
 A30 = "0000:17:00.0"
 CARDS = [ready_card("w1", A30, "a30"), ready_card("w1", "0000:31:00.0", "a30")]

@@ -8,12 +8,8 @@ kubelet retries those and shows the text on the Pod). ``share_id`` exists only i
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
-import threading
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -24,9 +20,6 @@ from deckhouse_gpu.adapters.kubelet_gen import dra_v1beta1_pb2 as v1beta1
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, DRAService, PreparedDevice, PrepareResult
 
 log = logging.getLogger(__name__)
-
-SERIALIZE_LOCK = "serialize.lock"
-
 
 class _WireClaim(Protocol):
     @property
@@ -41,48 +34,26 @@ def claim_refs(claims: Iterable[_WireClaim]) -> list[ClaimRef]:
     return [ClaimRef(namespace=c.namespace, uid=c.uid, name=c.name) for c in claims]
 
 
-class CallSerializer:
-    """One prepare or unprepare at a time, as the Go kubeletplugin library does by default.
-
-    With rolling-update socket names two plugin pods serve the same node for a while and either may
-    be called, so they also take an flock on ``serialize.lock`` in the shared plugin directory.
-    """
-
-    def __init__(self, lock_file: str | None) -> None:
-        self._mutex = threading.Lock()
-        self._lock_file = lock_file
-
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        with self._mutex:
-            if self._lock_file is None:
-                yield
-                return
-            fd = os.open(self._lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                os.close(fd)  # closing the descriptor releases the flock
-
-
 def _failure(operation: str, error: Exception) -> str:
     return f"{operation} failed: {type(error).__name__}: {error}"
 
 
 class GuardedCalls:
-    """The port's calls, serialized, with an answer for every requested claim whatever happens."""
+    """The port's calls with an answer for every requested claim whatever happens.
 
-    def __init__(self, service: DRAService, serializer: CallSerializer) -> None:
+    No lock here: the service takes the node-wide ``pu.lock`` (with a timeout) for every call,
+    which already keeps calls apart within this pod and across the two pods of a rolling update.
+    A second lock on this path could only wait without a limit in front of the one that has one.
+    """
+
+    def __init__(self, service: DRAService) -> None:
         self._service = service
-        self._serializer = serializer
 
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
         results: dict[str, PrepareResult] = {}
         fallback = "the driver returned no result for this claim"
         try:
-            with self._serializer.held():
-                results = self._service.prepare(claims)
+            results = self._service.prepare(claims)
         except Exception as error:
             log.exception("prepare failed", extra={"claims": [c.uid for c in claims]})
             fallback = _failure("prepare", error)
@@ -96,8 +67,7 @@ class GuardedCalls:
         errors: dict[str, str] = {}
         fallback = "the driver returned no result for this claim"
         try:
-            with self._serializer.held():
-                errors = self._service.unprepare(claims)
+            errors = self._service.unprepare(claims)
         except Exception as error:
             log.exception("unprepare failed", extra={"claims": [c.uid for c in claims]})
             fallback = _failure("unprepare", error)

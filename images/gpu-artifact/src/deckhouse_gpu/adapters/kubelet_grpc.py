@@ -18,8 +18,6 @@ from concurrent import futures
 import grpc
 
 from deckhouse_gpu.adapters.kubelet_dra_handlers import (
-    SERIALIZE_LOCK,
-    CallSerializer,
     GuardedCalls,
     add_dra_services,
 )
@@ -33,8 +31,8 @@ PLUGIN_TYPE = "DRAPlugin"
 SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
 # sockaddr_un.sun_path is 108 bytes with the terminating NUL; a longer path cannot be bound at all.
 MAX_SOCKET_PATH = 107
-# Prepare and unprepare run one at a time anyway (CallSerializer); a few workers let a call that
-# arrives meanwhile wait in line, and the kubelet sends few.
+# Prepare and unprepare run one at a time anyway (the service's node lock); a few workers let a
+# call that arrives meanwhile wait in line, and the kubelet sends few.
 DRA_WORKERS = 4
 REGISTRATION_WORKERS = 2
 
@@ -167,12 +165,9 @@ def start_plugin(service: DRAService, paths: PluginPaths) -> RunningPlugin:
     """Serves the DRA socket, then the registration socket, so the kubelet finds a ready endpoint."""
     status = RegistrationState()
     plugin = RunningPlugin(paths, status)
-    # With pod-UID socket names an older plugin pod may still serve the node; the flock keeps
-    # the two from preparing or unpreparing at the same time.
-    lock_file = os.path.join(paths.plugin_dir, SERIALIZE_LOCK) if paths.pod_uid else None
     try:
         dra = plugin._bound(paths.dra_socket, DRA_WORKERS, "kubelet-dra")
-        add_dra_services(dra, GuardedCalls(service, CallSerializer(lock_file)))
+        add_dra_services(dra, GuardedCalls(service))
         dra.start()
         registration = plugin._bound(paths.registration_socket, REGISTRATION_WORKERS, "kubelet-registration")
         _add_registration_service(registration, paths, status)

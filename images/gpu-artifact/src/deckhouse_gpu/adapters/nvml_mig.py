@@ -19,7 +19,8 @@ from deckhouse_gpu.adapters.nvml_errors import describe
 from deckhouse_gpu.adapters.nvml_profiles import MigProfileReader
 from deckhouse_gpu.adapters.nvml_real import RealNVML
 from deckhouse_gpu.domain.inventory.nvml_snapshot import GpuInstanceProfile
-from deckhouse_gpu.ports.mig import MigError, MigInstance, MigModePending
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
+from deckhouse_gpu.ports.mig import MigError, MigModePending
 from deckhouse_gpu.ports.nvml import NVMLError as PortNVMLError
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,9 @@ import logging
 from collections.abc import Callable
 
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry, DevicePlan
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
-from deckhouse_gpu.ports.mig import MigControl, MigInstance
+from deckhouse_gpu.ports.mig import MigControl
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from deckhouse_gpu.adapters.cdi_discovery import DiscoveryError, card_minor
 from deckhouse_gpu.adapters.sim.driver_tree import add_mig_instance
 from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
-from deckhouse_gpu.ports.mig import MigError, MigInstance
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
+from deckhouse_gpu.ports.mig import MigError
 
 
 class HostTreeMig:

@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from deckhouse_gpu.adapters.sim.nvml_data import MigGeometry
 from deckhouse_gpu.adapters.sim.sim_nvml import CardState, SimNVMLConfigError, SimulatedNVML
 from deckhouse_gpu.domain.inventory.nvml_snapshot import GpuInstanceProfile
-from deckhouse_gpu.ports.mig import MigError, MigInstance, MigModePending
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
+from deckhouse_gpu.ports.mig import MigError, MigModePending
 from deckhouse_gpu.ports.nvml import NVMLError
 
 

@@ -31,7 +31,8 @@ from typing import Any
 from deckhouse_gpu.adapters.atomic_file import replace_file
 from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
 from deckhouse_gpu.adapters.sim.sim_nvml import CardState, SimulatedNVML
-from deckhouse_gpu.ports.mig import MigError, MigInstance
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
+from deckhouse_gpu.ports.mig import MigError
 
 STATE_FILE = "var/lib/gpu-sim/mig-state.json"
 BOOT_ID_FILE = "proc/sys/kernel/random/boot_id"

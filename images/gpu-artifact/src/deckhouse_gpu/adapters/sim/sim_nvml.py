@@ -17,7 +17,7 @@ from typing import TypeVar
 from deckhouse_gpu.adapters.sim.nvml_data import ModelData, known_models, load_model
 from deckhouse_gpu.domain.inventory.nvml_snapshot import DeviceSnapshot, DriverInfo
 from deckhouse_gpu.domain.inventory.pci import is_pci_address
-from deckhouse_gpu.ports.mig import MigInstance
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.ports.nvml import NVMLDeviceNotFound, NVMLQueryFailed, NVMLUnavailable
 
 DEFAULT_DRIVER = "580.82.07"

@@ -1,4 +1,4 @@
-"""The allocator's selector matcher over the module's CEL engine (domain/dra_cel).
+"""The allocator's selector matcher over the module's CEL engine (domain/cel).
 
 A device's CEL view is built once and kept on the device; compiled expressions are cached by the
 engine; results are cached per (device, expression) by the allocator (checks.selectors_match).

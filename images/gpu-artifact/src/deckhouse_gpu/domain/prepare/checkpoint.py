@@ -14,10 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:  # only the shape: the domain does not depend on ports at run time
-    from deckhouse_gpu.ports.mig import MigInstance
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 
 VERSION = 1
 CHECKSUM_PREFIX = "sha256:"

@@ -20,7 +20,7 @@ from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS
 from deckhouse_gpu.services.prepare import PrepareService
-from tests.support.gpu_objects import ready_card
+from testkit.gpu_objects import ready_card
 
 NODE = "w1"
 BOOT_ID = "8f0c1d2e-0000-4000-8000-000000000001"
@@ -36,22 +36,26 @@ class PrepareWorld:
     cdi_root: Path
     checkpoint_path: Path
 
-    def service(self, **extra: Any) -> PrepareService:
+    def service(self, lock_timeout: float = 5.0, **extra: Any) -> PrepareService:
         host = self.root / "host"
         discovery = CdiDiscovery(MountedDriverRoot(self.root / "driver-root"), host, "/")
         cdi = FileClaimCDI(discovery, CdiWriter(self.cdi_root), HOOK)
         store = FileCheckpointStore(self.checkpoint_path, host_root=host)
-        lock_path = self.root / "plugin" / "pu.lock"
+        lock_path = self.lock_path
         return PrepareService(
             self.api,
             NODE,
             store,
-            lambda: NodeLock(lock_path, timeout=5),
+            lambda: NodeLock(lock_path, timeout=lock_timeout),
             self.mig,
             cdi,
             SystemClock(),
             **extra,
         )
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / "plugin" / "pu.lock"
 
     def reboot(self, boot_id: str) -> None:
         driver_tree.write(self.root / "host/proc/sys/kernel/random/boot_id", boot_id + "\n")

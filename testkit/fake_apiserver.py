@@ -32,7 +32,7 @@ from deckhouse_gpu.ports.kube import (
     WatchEvent,
     WatchExpired,
 )
-from tests.support.fake_apiserver_routes import (
+from testkit.fake_apiserver_routes import (
     NOT_FOUND,
     HttpError,
     Route,
