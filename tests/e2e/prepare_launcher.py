@@ -129,7 +129,7 @@ def build(handler_argv: list[str], trap: Trap) -> PrepareService:
     api = load_kube(args.kubeconfig)
     addresses = handler_wiring.node_gpu_addresses(args, api)
     nvml = handler_wiring.make_nvml(args, addresses)
-    service, _, _ = build_prepare(args, api, nvml, SystemClock(), on_mode_change=lambda: None)
+    service, _, _ = build_prepare(args, api, nvml, SystemClock(), offers=None)
     service.after_step = trap.step
     service.store = TrappedStore(service.store, trap)
     service.mig = TrappedMig(service.mig, trap)

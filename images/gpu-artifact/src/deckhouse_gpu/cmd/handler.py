@@ -40,7 +40,6 @@ from deckhouse_gpu.services.object_watch import start_watch
 from deckhouse_gpu.services.slice_preview import render_nodes
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from deckhouse_gpu.services.snapshot_preview import preview
-from deckhouse_gpu.services.trigger_loop import Trigger
 
 COMPONENT = "gpu-handler"
 log = logging.getLogger(COMPONENT)
@@ -203,9 +202,8 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     plugin = None
     if not args.no_kubelet_plugin:
         prepare, paths, write_base_spec = build_prepare(
-            args, api, nvml, clock, on_mode_change=lambda: loop.notify(Trigger("prepare", "mode"))
-        )
-        loop.modes = lambda: prepare.modes  # offers follow what is prepared (ARCHITECTURE.md D2 b)
+            args, api, nvml, clock, offers=loop
+        )  # offers follow what is prepared: prepare reports each change to the loop (D2 b)
         loop.after_publish = write_base_spec
         try:
             prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again

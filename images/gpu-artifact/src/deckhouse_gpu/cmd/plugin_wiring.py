@@ -26,7 +26,7 @@ from deckhouse_gpu.ports.dra_plugin import PluginPaths
 from deckhouse_gpu.ports.kube import KubeAPI
 from deckhouse_gpu.ports.mig import MigControl, MigError
 from deckhouse_gpu.ports.nvml import NVML
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare import OfferFollower, PrepareService
 
 DRIVER = "gpu.deckhouse.io"
 
@@ -108,7 +108,7 @@ def build_prepare(
     api: KubeAPI,
     nvml: NVML,
     clock: Clock,
-    on_mode_change: Callable[[], None],
+    offers: OfferFollower | None,
 ) -> tuple[PrepareService, PluginPaths, Callable[[list[str]], None]]:
     """The DRA service, its socket paths, and the base CDI spec writer the publisher calls."""
     paths = plugin_paths(args)
@@ -124,7 +124,7 @@ def build_prepare(
         mig_control(args, nvml),
         FileClaimCDI(found, writer, hook),
         clock,
-        on_mode_change=on_mode_change,
+        offers=offers,
     )
 
     def write_base_spec(cards: list[str]) -> None:

@@ -6,6 +6,7 @@ event); everything else is driven by the watch on this node's PhysicalGPUs (ARCH
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -39,20 +40,29 @@ class HandlerLoop(TriggerLoop):
         clock: Clock,
         settings: HandlerSettings,
         publisher: SlicePublisher | None = None,
-        modes: Callable[[], Mapping[str, ActiveMode]] | None = None,
         after_publish: Callable[[list[str]], None] | None = None,
     ) -> None:
         super().__init__(self._pass, health, clock, settings.timing)
         self.capabilities = capabilities
         self.settings = settings
         self.publisher = publisher
-        self.modes = modes
+        self._modes: dict[str, ActiveMode] = {}
+        self._modes_lock = threading.Lock()  # prepare reports from the kubelet's gRPC threads
         self.after_publish = after_publish  # e.g. the CDI base spec for the offered cards
         self._node_labels: dict[str, str] | None = None
 
+    def follow_modes(self, modes: Mapping[str, ActiveMode]) -> None:
+        """Prepare's report of the mode each card is prepared in (PCI address -> Physical/MIG);
+        a change republishes the offers (D2 b)."""
+        with self._modes_lock:
+            changed = dict(modes) != self._modes
+            self._modes = dict(modes)
+        if changed:
+            self.notify(Trigger("prepare", "mode"))
+
     def active_modes(self) -> dict[str, ActiveMode]:
-        """The mode each card is prepared in (PCI address -> Physical/MIG), from prepare's checkpoint."""
-        return dict(self.modes()) if self.modes is not None else {}
+        with self._modes_lock:
+            return dict(self._modes)
 
     def on_change(self, event: WatchEvent | None) -> None:
         """Watch callback; ignores the events of the handler's own writes."""

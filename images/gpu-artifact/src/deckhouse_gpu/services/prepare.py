@@ -8,9 +8,9 @@ does not fail the others of the same call.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.offers.active_modes import active_modes
@@ -44,6 +44,13 @@ def prepared_devices(entry: ClaimEntry) -> tuple[PreparedDevice, ...]:
     )
 
 
+class OfferFollower(Protocol):
+    """Who republishes the node's offers when what is prepared changes (the handler loop): offers
+    that conflict with a card's active mode are withdrawn, and come back when it is free (D2 b)."""
+
+    def follow_modes(self, modes: Mapping[str, ActiveMode]) -> None: ...
+
+
 class PrepareService:
     def __init__(
         self,
@@ -54,12 +61,12 @@ class PrepareService:
         mig: MigControl,
         cdi: ClaimCDI,
         clock: Clock,
-        on_mode_change: Callable[[], None] | None = None,
+        offers: OfferFollower | None = None,
         after_step: Callable[[str], None] | None = None,
     ) -> None:
         self.api, self.node_name, self.store, self.lock = api, node_name, store, lock
         self.mig, self.cdi, self.clock = mig, cdi, clock
-        self.on_mode_change = on_mode_change
+        self.offers = offers
         self.after_step = after_step
         self.modes: dict[str, ActiveMode] = {}  # what offers must respect; refreshed after every call
 
@@ -216,5 +223,5 @@ class PrepareService:
         modes = active_modes(checkpoint)
         if modes != self.modes:
             self.modes = modes
-            if self.on_mode_change is not None:
-                self.on_mode_change()
+            if self.offers is not None:
+                self.offers.follow_modes(modes)

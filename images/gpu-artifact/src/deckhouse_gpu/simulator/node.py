@@ -31,7 +31,7 @@ from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
 from deckhouse_gpu.services.object_watch import start_watch
 from deckhouse_gpu.services.prepare import PrepareService
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
-from deckhouse_gpu.services.trigger_loop import Trigger, TriggerLoop
+from deckhouse_gpu.services.trigger_loop import TriggerLoop
 from deckhouse_gpu.simulator.prepare import prepare_service
 
 VALIDATOR_NAMESPACE = "d8-gpu"
@@ -113,10 +113,9 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
     )
     node.prepare = prepare_service(
         api, name, node.builder.root, node.nvml, clock,
-        on_mode_change=lambda: handler.notify(Trigger("prepare", "mode")),
+        offers=handler,
     )  # fmt: skip
     node.prepare.start()
-    handler.modes = lambda: node.prepare.modes if node.prepare else {}
     node.loops = [agent, handler]
     for loop in node.loops:
         threading.Thread(

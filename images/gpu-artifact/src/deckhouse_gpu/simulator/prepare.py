@@ -4,7 +4,6 @@ unprepared by the node's real PrepareService on its simulated host (MIG, CDI fil
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from deckhouse_gpu.domain.offers.slice_layout import pool_name
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeAPI
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare import OfferFollower, PrepareService
 
 CLAIM_NAMESPACE = "demo"
 HOOK = "/usr/bin/nvidia-cdi-hook"
@@ -30,7 +29,7 @@ HOOK = "/usr/bin/nvidia-cdi-hook"
 
 def prepare_service(
     api: KubeAPI, node: str, root: Path, nvml: SimulatedNVML, clock: Clock,
-    on_mode_change: Callable[[], None],
+    offers: OfferFollower,
 ) -> PrepareService:  # fmt: skip
     plugin_dir = root / "var/lib/kubelet/plugins" / DRIVER
     discovery = CdiDiscovery(MountedDriverRoot(root), root, "/")
@@ -42,7 +41,7 @@ def prepare_service(
         HostTreeMig(SimulatedMig(nvml), root),
         FileClaimCDI(discovery, CdiWriter(root / "etc/cdi"), HOOK),
         clock,
-        on_mode_change=on_mode_change,
+        offers=offers,
     )
 
 
