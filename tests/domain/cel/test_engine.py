@@ -1,4 +1,4 @@
-"""The DRA CEL engine (domain/dra_cel): the device variable, CEL semantics, the Kubernetes
+"""The DRA CEL engine (domain/cel): the device variable, CEL semantics, the Kubernetes
 quantity and semver libraries, compile-time and runtime errors, the cache and the limits."""
 
 from __future__ import annotations
@@ -131,6 +131,7 @@ TRUE_EXPRESSIONS = [
     # arithmetic: int64, truncating division, Go's remainder, uint, double
     "7 / 2 == 3 && 7 / -2 == -3 && -7 / 2 == -3",
     "7 % 3 == 1 && -7 % 2 == -1 && 7 % -2 == 1",
+    "-9223372036854775807 % -1 == 0 && -9223372036854775808 % 1 == 0 && 9223372036854775807 % -1 == 0",
     "-9223372036854775808 < 0 && 9223372036854775807 > 0",
     "0x1F == 31 && -0x10 == -16 && 010 == 10",
     "1u + 2u == 3u && 7u / 2u == 3u && 7u % 4u == 3u",
@@ -162,6 +163,10 @@ TRUE_EXPRESSIONS = [
     # conversions
     "int('42') == 42 && int('-7') == -7 && int(2.9) == 2 && int(-2.9) == -2 && int(3u) == 3",
     "uint(3) == 3u && uint('8') == 8u && double(1) == 1.0 && double('1.5') == 1.5",
+    # the doubles nearest the int64 / uint64 limits that still convert (2^63 - 1024 and 2^64 - 2048)
+    "int(-9223372036854774784.0) == -9223372036854774784",
+    "int(9223372036854774784.0) == 9223372036854774784",
+    "uint(18446744073709549568.0) == 18446744073709549568u && uint(-0.0) == 0u && int(-0.5) == 0",
     "double('inf') > 1e308 && double('-Infinity') < 0.0 && double('1e3') == 1000.0",
     "string(1) == '1' && string(1u) == '1' && string(true) == 'true' && string(b'abc') == 'abc'",
     "string(1.5) == '1.5' && string(100.0) == '100' && string(1e6) == '1e+06' && string(1e21) == '1e+21'",
@@ -335,7 +340,8 @@ RUNTIME_ERRORS = [
     ("1 / 0 == 1", "division by zero"),
     ("1 % 0 == 1", "modulus by zero"),
     ("9223372036854775807 + 1 > 0", "integer overflow"),
-    ("-9223372036854775808 / -1 > 0", "integer overflow"),
+    ("-9223372036854775808 / -1 > 0", "integer overflow in _/_"),
+    ("-9223372036854775808 % -1 == 0", r"integer overflow in _%_"),
     ("-9223372036854775808 - 1 < 0", "integer overflow"),
     ("1u - 2u > 0u", "unsigned integer overflow"),
     ("true && 1 / 0 == 1", "division by zero"),  # absorbed only by a decisive other side
@@ -352,8 +358,17 @@ RUNTIME_ERRORS = [
     (f"{A}.driverVersion == 'x'", r"no such overload: _==_\(kubernetes.Semver, string\)"),
     ("int('x') == 1", "cannot convert 'x' to int"),
     ("int(' 42') == 42", "cannot convert"),
-    ("int(1e19) == 1", "range error converting double to int"),
+    ("int(1e19) == 1", "integer overflow in int"),
+    # -2^63 fits an int64, yet cel-go's range check excludes it; the literal below 2^63 rounds to 2^63
+    ("int(-9223372036854775808.0) < 0", "integer overflow in int"),
+    ("int(9223372036854775807.0) > 0", "integer overflow in int"),
+    ("int(double('NaN')) == 0", "integer overflow in int"),
+    ("int(double('-inf')) == 0", "integer overflow in int"),
     ("uint(-1) == 1u", "unsigned integer overflow in uint"),
+    ("uint(-1.0) == 1u", "unsigned integer overflow in uint"),
+    ("uint(-0.5) == 0u", "unsigned integer overflow in uint"),
+    ("uint(18446744073709551616.0) == 1u", "unsigned integer overflow in uint"),
+    ("uint(double('NaN')) == 0u", "unsigned integer overflow in uint"),
     ("bool('yes')", "cannot convert 'yes' to bool"),
     ("string(b'\\xff') == ''", "invalid UTF-8"),
     ("{'a': 1, 'a': 2}.size() == 1", "duplicate map key"),

@@ -21,6 +21,7 @@ from deckhouse_gpu.ports.dra_plugin import ClaimRef, DRAService, PreparedDevice,
 
 log = logging.getLogger(__name__)
 
+
 class _WireClaim(Protocol):
     @property
     def namespace(self) -> str: ...

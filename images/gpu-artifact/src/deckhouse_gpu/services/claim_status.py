@@ -15,15 +15,17 @@ log = logging.getLogger(__name__)
 
 
 def _ours(entry: ClaimEntry, now: str) -> list[dict[str, Any]]:
-    uuids = {record.placement_start: record.uuid for record in entry.mig}
+    # Placements are per card: two cards of one claim can each hold an instance at the same start.
+    uuids: dict[tuple[str, int | None], str] = {(r.card, r.placement_start): r.uuid for r in entry.mig}
     devices = []
     for plan in entry.devices:
         item: dict[str, Any] = {"driver": DRIVER, "pool": plan.pool, "device": plan.device}
         if plan.share_id:
             item["shareID"] = plan.share_id
         data: dict[str, Any] = {"card": plan.card, "kind": plan.kind}
-        if plan.kind == "MIG" and plan.placement_start in uuids:
-            data["migUUID"] = uuids[plan.placement_start]
+        uuid = uuids.get((plan.card, plan.placement_start)) if plan.kind == "MIG" else None
+        if uuid is not None:
+            data["migUUID"] = uuid
         item["data"] = data
         item["conditions"] = [
             {

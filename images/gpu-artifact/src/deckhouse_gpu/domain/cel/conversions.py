@@ -19,6 +19,10 @@ _GO_FLOAT_WORDS: Final = {
     **{word: -math.inf for word in ("-inf", "-infinity")},
     "nan": math.nan,
 }
+# Exact doubles: float64(math.MinInt64), float64(math.MaxInt64) (rounded up to 2^63) and 2^64.
+_INT_DOUBLE_MIN: Final = -(2.0**63)
+_INT_DOUBLE_MAX: Final = 2.0**63
+_UINT_DOUBLE_END: Final = 2.0**64
 _GO_BOOLS: Final = {
     **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
     **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
@@ -32,8 +36,11 @@ def to_int(value: Any) -> int:
     if kind is Uint:
         return int64(int(value), "int")
     if kind is float:
-        if not (-(2.0**63) <= value < 2.0**63):
-            raise EvalError("range error converting double to int")
+        # cel-go's doubleToInt64Checked (common/types/overflow.go) refuses v <= float64(MinInt64) and
+        # v >= float64(MaxInt64), both exactly 2^63 in magnitude: so -2^63 fails though it fits an int64.
+        # NaN fails every comparison here, as cel-go refuses it too.
+        if not (_INT_DOUBLE_MIN < value < _INT_DOUBLE_MAX):
+            raise EvalError("integer overflow in int")
         return int(value)
     if kind is str:
         if not _GO_INT.fullmatch(value):
@@ -47,8 +54,9 @@ def to_uint(value: Any) -> Uint:
     if kind is int or kind is Uint:
         return uint64(int(value), "uint")
     if kind is float:
-        if not (0 <= value < 2.0**64):
-            raise EvalError("range error converting double to uint")
+        # cel-go's doubleToUint64Checked: v < 0 or v >= 2^64 (and NaN) fail; -0.0 converts to 0.
+        if not (0 <= value < _UINT_DOUBLE_END):
+            raise EvalError("unsigned integer overflow in uint")
         return Uint(int(value))
     if kind is str:
         if not value.isascii() or not value.isdigit():

@@ -136,6 +136,10 @@ def modulo(left: Any, right: Any) -> Any:
     if kind is type(right) and (kind is int or kind is Uint):
         if right == 0:
             raise EvalError("modulus by zero")
+        if kind is int and left == INT_MIN and right == -1:
+            # Go defines this remainder as 0, but cel-go's moduloInt64Checked (common/types/overflow.go)
+            # refuses it as errIntOverflow, like the quotient it goes with.
+            raise EvalError("integer overflow in _%_")
         remainder = abs(left) % abs(right)  # Go: the sign of the dividend
         return Uint(remainder) if kind is Uint else (remainder if left >= 0 else -remainder)
     raise no_overload("_%_", left, right)
