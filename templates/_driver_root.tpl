@@ -1,5 +1,5 @@
 {{- /*
-The host's NVIDIA driver root in a pod (specification 10.4): "/" read-only as it is; a driver
+The host's NVIDIA driver root in a pod (docs/internal/DESIGN.md S10.4): "/" read-only as it is; a driver
 container's root (e.g. /run/nvidia/driver) through its parent with HostToContainer propagation,
 so a root the driver container mounts after the pod started still appears in it. The derived
 paths come from the derive_settings hook (internal.settings.driverRoot).

@@ -26,7 +26,7 @@ def high_availability(settings: Mapping[str, Any], global_values: Mapping[str, A
 
 
 def driver_root_mount(root: str) -> dict[str, str]:
-    """How the pods mount the host's driver root (specification 10.4).
+    """How the pods mount the host's driver root (docs/internal/DESIGN.md S10.4).
 
     ``/`` is mounted read-only as it is. Any other root belongs to a driver container that creates
     and mounts it after the pod may have started, so the pod mounts its parent with HostToContainer

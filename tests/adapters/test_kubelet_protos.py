@@ -1,4 +1,4 @@
-"""The compiled kubelet protos against the wire format of k8s-dra-facts section 6, byte for byte.
+"""The compiled kubelet protos against the wire format of DESIGN.md F6, byte for byte.
 
 The expected bytes are built by hand from field numbers and wire types, so a renumbered or retyped
 field in the .proto files fails here even though both ends of our own tests would still agree.
@@ -159,7 +159,7 @@ def test_service_and_method_names_are_the_kubelets():
 
 
 STRING, BOOL, MESSAGE = FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_MESSAGE
-# (name, number, type, repeated) per message, exactly section 6.1 / 6.2; maps are repeated entries.
+# (name, number, type, repeated) per message, exactly DESIGN.md F6.1 / F6.2; maps are repeated entries.
 DRA_FIELDS: dict[str, list[tuple[str, int, int, bool]]] = {
     "NodePrepareResourcesRequest": [("claims", 1, MESSAGE, True)],
     "NodePrepareResourcesResponse": [("claims", 1, MESSAGE, True)],

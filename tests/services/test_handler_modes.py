@@ -1,4 +1,4 @@
-"""Offers follow what is prepared (D2 b): prepare reports each change of the cards' modes to the
+"""Offers follow what is prepared (DESIGN.md D2 b): prepare reports each change of the cards' modes to the
 handler loop, which republishes; no callback travels through cmd/."""
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def evaluate(expression: str, view: DeviceView = VIEW, engine: SelectorEngine = 
     return engine.compile(expression).matches(view)
 
 
-# --- the device variable (k8s-dra-facts.md 3.1) ----------------------------------------------------
+# --- the device variable (DESIGN.md F3.1) ----------------------------------------------------
 
 DEVICE_CASES = [
     # keys split at the first "/", unqualified keys under the driver's domain

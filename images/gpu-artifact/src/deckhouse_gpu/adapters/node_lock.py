@@ -1,4 +1,4 @@
-"""The node-wide ``pu.lock``: one prepare or unprepare at a time on a node (spec 9.2.2, D9).
+"""The node-wide ``pu.lock``: one prepare or unprepare at a time on a node (DESIGN.md S9.2.2, D9).
 
 ``flock`` rather than ``fcntl`` record locks: record locks belong to the process, so two threads
 would share one, and closing any descriptor of the file drops it; a flock belongs to the open file

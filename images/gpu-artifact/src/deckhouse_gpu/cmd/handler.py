@@ -203,7 +203,7 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     if not args.no_kubelet_plugin:
         prepare, paths, write_base_spec = build_prepare(
             args, api, nvml, clock, offers=loop
-        )  # offers follow what is prepared: prepare reports each change to the loop (D2 b)
+        )  # offers follow what is prepared: prepare reports each change to the loop (DESIGN.md D2 b)
         loop.after_publish = write_base_spec
         try:
             prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again

@@ -20,7 +20,7 @@ from deckhouse_gpu.services.prestart import DriverNotFound, PrestartSettings, pr
 
 log = logging.getLogger("gpu-handler")
 
-DEFAULT_DRIVER_MOUNT = "/driver-root"  # where the pod mounts the host's driver root (spec 10.4)
+DEFAULT_DRIVER_MOUNT = "/driver-root"  # where the pod mounts the host's driver root (DESIGN.md S10.4)
 
 
 class WiringError(Exception):

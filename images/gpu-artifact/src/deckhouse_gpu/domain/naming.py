@@ -1,4 +1,4 @@
-"""Stable object names and valid label values (ARCHITECTURE.md D5).
+"""Stable object names and valid label values (DESIGN.md D5).
 
 A PhysicalGPU is named after its node and PCI address, so adding or removing another card
 never renames it. Anything that would break a Kubernetes length or charset rule is shortened

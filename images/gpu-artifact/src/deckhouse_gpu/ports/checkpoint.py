@@ -1,4 +1,4 @@
-"""Where gpu-handler keeps its prepare checkpoint (ARCHITECTURE D9).
+"""Where gpu-handler keeps its prepare checkpoint (DESIGN.md D9).
 
 Callers hold the node lock (``pu.lock``) around a load and the saves that follow it: the store
 itself does not serialise writers.

@@ -1,4 +1,4 @@
-"""gpu-dra-controller's allocation of the claims the scheduler never allocates (ARCHITECTURE.md D1).
+"""gpu-dra-controller's allocation of the claims the scheduler never allocates (DESIGN.md D1).
 
 The allocator runs over the informers' caches, plus the allocations this controller has written
 but its claim cache has not seen yet (as the scheduler's assume cache does), so two claims never

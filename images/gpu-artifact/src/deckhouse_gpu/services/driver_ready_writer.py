@@ -1,4 +1,4 @@
-"""Writes a card's DriverReady condition without losing anybody else's (ARCHITECTURE.md D8).
+"""Writes a card's DriverReady condition without losing anybody else's (DESIGN.md D8).
 
 The patch carries the whole ``status.conditions`` list (a merge patch replaces lists whole),
 so it is guarded by the resourceVersion the list was read at: a concurrent write by

@@ -2,8 +2,8 @@
 
 Watches on PhysicalGPUs, the validator Pods and Nodes map every change to the node it
 concerns; the node is queued after a short debounce, so a burst of pod updates makes one
-pass over that node's cards only (prior art watched no pods and waited for the next Node
-update, pitfall 9). A slow resync queues every node again in case a change was missed.
+pass over that node's cards only (an earlier implementation watched no pods and waited for the next
+Node update). A slow resync queues every node again in case a change was missed.
 Workers reconcile only while this replica leads; keys that arrive meanwhile are dropped,
 and every node is queued when leadership is gained.
 """

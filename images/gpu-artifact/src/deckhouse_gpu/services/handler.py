@@ -1,7 +1,7 @@
 """gpu-handler's loop: capabilities and ResourceSlices on PhysicalGPU and Node changes, retries, a heartbeat.
 
 The heartbeat exists only for silent NVML failures (a card falls off the bus without any API
-event); everything else is driven by the watch on this node's PhysicalGPUs (ARCHITECTURE.md D10).
+event); everything else is driven by the watch on this node's PhysicalGPUs (DESIGN.md D10).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class HandlerLoop(TriggerLoop):
 
     def follow_modes(self, modes: Mapping[str, ActiveMode]) -> None:
         """Prepare's report of the mode each card is prepared in (PCI address -> Physical/MIG);
-        a change republishes the offers (D2 b)."""
+        a change republishes the offers (DESIGN.md D2 b)."""
         with self._modes_lock:
             changed = dict(modes) != self._modes
             self._modes = dict(modes)

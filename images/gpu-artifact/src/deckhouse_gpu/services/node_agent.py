@@ -1,6 +1,6 @@
 """gpu-node-agent's loop: one pass at start, then passes triggered by udev and API events.
 
-Nothing here polls on a hot path (ARCHITECTURE.md D10): a pass runs on a udev event for a PCI
+Nothing here polls on a hot path (DESIGN.md D10): a pass runs on a udev event for a PCI
 device, on the deletion of one of this node's PhysicalGPUs, to re-check a card that vanished
 without a remove event, after a failure (with backoff), and on a slow safety resync that
 covers netlink buffer overruns, which lose events silently.

@@ -1,4 +1,4 @@
-"""Writes the agent's part of a PhysicalGPU without losing anybody else's (ARCHITECTURE.md D8).
+"""Writes the agent's part of a PhysicalGPU without losing anybody else's (DESIGN.md D8).
 
 Every write is a merge patch of only the fields that changed, guarded by the resourceVersion
 it was computed from; on a conflict the object is read again and the patch recomputed.

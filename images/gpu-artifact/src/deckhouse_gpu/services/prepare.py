@@ -1,4 +1,4 @@
-"""gpu-handler's DRA service: NodePrepareResources and NodeUnprepareResources (spec 9.2.2, D9).
+"""gpu-handler's DRA service: NodePrepareResources and NodeUnprepareResources (DESIGN.md S9.2.2, D9).
 
 Every call holds the node-wide lock, so prepares and unprepares never interleave, even across
 two handler pods during a rolling update. Each claim gets its own result: one claim's failure
@@ -46,7 +46,7 @@ def prepared_devices(entry: ClaimEntry) -> tuple[PreparedDevice, ...]:
 
 class OfferFollower(Protocol):
     """Who republishes the node's offers when what is prepared changes (the handler loop): offers
-    that conflict with a card's active mode are withdrawn, and come back when it is free (D2 b)."""
+    that conflict with a card's active mode are withdrawn, and come back when it is free (DESIGN.md D2 b)."""
 
     def follow_modes(self, modes: Mapping[str, ActiveMode]) -> None: ...
 

@@ -1,4 +1,4 @@
-"""Publishes this node's offers as ResourceSlices (ARCHITECTURE.md D3, D6).
+"""Publishes this node's offers as ResourceSlices (DESIGN.md D3, D6).
 
 Nothing changed: no write at all. Only slice contents changed: just those slices are updated in
 place, in an order that keeps every counter reference resolvable. Slices come or go: every slice

@@ -1,5 +1,5 @@
 """The simulator's pods created straight on a node: gpu-dra-controller allocates their claims,
-since the kube-scheduler never sees such pods (ARCHITECTURE.md D1)."""
+since the kube-scheduler never sees such pods (DESIGN.md D1)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The CEL ``device`` variable, as ``k8s.io/dynamic-resource-allocation/cel`` declares it
-(shared/reference/k8s-dra-facts.md section 3):
+(DESIGN.md F3):
 
 - ``device.driver``, ``device.attributes`` and ``device.capacity`` (maps of domain -> map of id;
   a key is split at its first ``/``, a key without a domain belongs to the driver's domain), and

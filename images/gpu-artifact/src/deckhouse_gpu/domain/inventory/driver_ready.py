@@ -1,10 +1,10 @@
-"""The DriverReady condition, decided from the driver validator pods on the card's node (TZ 4.2.2).
+"""The DriverReady condition, decided from the driver validator pods on the card's node (DESIGN.md S4.2.2).
 
 The driver validator runs as a DaemonSet (``gpu-handler validate-driver``); its pod is Ready only
 while the node's driver root holds a complete driver whose libraries match the loaded kernel
 module and that drives a GPU, so a Ready validator pod is the evidence that the driver works for
 every card of that node. gpu-controller is the only writer of this
-condition (ARCHITECTURE.md D8); everything here is pure: pods and cards in, a verdict out.
+condition (DESIGN.md D8); everything here is pure: pods and cards in, a verdict out.
 """
 
 from __future__ import annotations

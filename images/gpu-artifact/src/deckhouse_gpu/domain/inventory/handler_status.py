@@ -1,4 +1,4 @@
-"""The merge patch of gpu-handler's own status fields (ARCHITECTURE.md D8).
+"""The merge patch of gpu-handler's own status fields (DESIGN.md D8).
 
 gpu-handler owns ``capabilities``, ``currentState.nvidia`` and the ``HardwareHealthy``
 condition. The patch is computed against the object as just read and sent with its

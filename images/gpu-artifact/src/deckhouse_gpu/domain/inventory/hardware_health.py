@@ -1,4 +1,5 @@
-"""The HardwareHealthy condition: gates, NVML failures, grace period and retry backoff (4.2.2, 4.2.3).
+"""The HardwareHealthy condition: gates, NVML failures, grace period and retry backoff
+(DESIGN.md S4.2.2, S4.2.3).
 
 Pure: the handler passes the time in. A failed snapshot does not change the condition until
 failures have lasted ``grace_seconds`` (NVML hiccups during driver restarts are common); the

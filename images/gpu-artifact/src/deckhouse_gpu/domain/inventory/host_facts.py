@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from deckhouse_gpu.domain.inventory.physicalgpu import NodeInfo, OSInfo
 
 # Substrings of DMI sys_vendor/product_name that hypervisors and clouds report (lowercased).
-# Specification section 7.5 plus common ones seen in the field.
+# DESIGN.md S7.5 plus common ones seen in the field.
 VIRTUAL_DMI_MARKERS: tuple[str, ...] = (
     "kvm",
     "vmware",

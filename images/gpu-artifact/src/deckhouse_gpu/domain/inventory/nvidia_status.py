@@ -1,4 +1,4 @@
-"""Turns an NVML snapshot into the handler's part of PhysicalGPU.status (specification 4.2.1/4.2.2.1)."""
+"""Turns an NVML snapshot into the handler's part of PhysicalGPU.status (DESIGN.md S4.2.1/S4.2.2.1)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def capabilities(snapshot: DeviceSnapshot) -> Capabilities:
             power_limit_min_w=snapshot.power_limit_min_w,
             power_limit_max_w=snapshot.power_limit_max_w,
             mig_supported=snapshot.mig_supported,
-            mig=mig,  # absent entirely without MIG support, totalSlices included (4.2.1)
+            mig=mig,  # absent entirely without MIG support, totalSlices included (DESIGN.md S4.2.1)
         ),
     )
 
@@ -98,7 +98,7 @@ def nvidia_state(snapshot: DeviceSnapshot, driver: DriverInfo) -> NvidiaState:
     mig = None
     if snapshot.mig_supported:
         current = _mig_mode(snapshot.mig_current_enabled)
-        if current is not None:  # only when supported and readable (4.2.1)
+        if current is not None:  # only when supported and readable (DESIGN.md S4.2.1)
             pending = _mig_mode(snapshot.mig_pending_enabled)
             mig = NvidiaMigState(current, pending if pending != current else None)
     return NvidiaState(

@@ -1,6 +1,6 @@
 """The PhysicalGPU API (gpu.deckhouse.io/v1alpha1): status models shared by every component.
 
-Who writes what (ARCHITECTURE.md D8): gpu-node-agent owns ``nodeInfo``, ``pciInfo`` and
+Who writes what (DESIGN.md D8): gpu-node-agent owns ``nodeInfo``, ``pciInfo`` and
 ``currentState.driverType``/``driverName``; gpu-controller owns the ``DriverReady`` condition;
 gpu-handler owns ``capabilities``, ``currentState.nvidia`` and ``HardwareHealthy``.
 The CRD in ``crds/physicalgpu.yaml`` is kept in sync with these models by a test.
@@ -23,7 +23,7 @@ LABEL_NODE = f"{GROUP}/node"
 LABEL_VENDOR = f"{GROUP}/vendor"
 LABEL_DEVICE = f"{GROUP}/device"
 
-# Condition types and their owners (ARCHITECTURE.md D8).
+# Condition types and their owners (DESIGN.md D8).
 DRIVER_READY = "DriverReady"  # gpu-controller
 HARDWARE_HEALTHY = "HardwareHealthy"  # gpu-handler
 

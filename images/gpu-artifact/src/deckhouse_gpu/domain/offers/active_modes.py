@@ -1,4 +1,4 @@
-"""Which mode each card is prepared in, from the checkpoint: fed to offers (ARCHITECTURE.md D2 b)."""
+"""Which mode each card is prepared in, from the checkpoint: fed to offers (DESIGN.md D2 b)."""
 
 from __future__ import annotations
 

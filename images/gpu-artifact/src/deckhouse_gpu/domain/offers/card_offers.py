@@ -1,4 +1,4 @@
-"""Builds a card's offers and counter set from its PhysicalGPU (spec 7.2/7.3, ARCHITECTURE.md D2/D6)."""
+"""Builds a card's offers and counter set from its PhysicalGPU (DESIGN.md S7.2/S7.3, D2/D6)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def _common_attributes(card: dict[str, Any]) -> dict[str, AttributeValue]:
 
 
 def counter_set(card: dict[str, Any]) -> CounterSet | None:
-    """The card's shared counters; None for a card without MIG (no empty sets, spec 7.5)."""
+    """The card's shared counters; None for a card without MIG (no empty sets, DESIGN.md S7.5, F1.2)."""
     status = card["status"]
     mig = ((status["capabilities"].get("nvidia") or {}).get("mig")) or {}
     profiles = mig.get("profiles") or []

@@ -1,4 +1,4 @@
-"""DRA offers: what each healthy card can be allocated as (ARCHITECTURE.md D2, D5, D6).
+"""DRA offers: what each healthy card can be allocated as (DESIGN.md D2, D5, D6).
 
 Pure data. A card gives one Physical offer and, when MIG-capable and allowed, one MIG offer per
 (profile, placement). One counter set per MIG-capable card makes Physical and MIG exclusive in

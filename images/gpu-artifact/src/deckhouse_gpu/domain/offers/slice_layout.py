@@ -1,4 +1,4 @@
-"""Lays a node's offers out into ResourceSlices for the API server's version (ARCHITECTURE.md D3).
+"""Lays a node's offers out into ResourceSlices for the API server's version (DESIGN.md D3).
 
 1.34: a slice per card holding its counter set and its devices (references stay in the slice).
 1.35+: counters-only slices (at most 8 sets each) and devices slices (at most 64 devices when they

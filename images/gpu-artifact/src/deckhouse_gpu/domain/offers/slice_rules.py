@@ -1,7 +1,7 @@
 """Checks resource.k8s.io/v1 ResourceSlices (plain JSON dicts) against Kubernetes 1.34 or 1.35 rules.
 
-``validate_slice`` applies the rules the API server applies to one slice on create (sections
-1.1-1.7 of shared/reference/k8s-dra-facts.md), plus a few traps the allocator would hit later.
+``validate_slice`` applies the rules the API server applies to one slice on create (DESIGN.md
+F1.1-F1.7), plus a few traps the allocator would hit later.
 ``validate_pool`` adds the rules across the slices of one pool, which no API server checks: the
 allocator and the kubelet plugin's publisher refuse such a pool instead. ``minor`` is the
 Kubernetes minor version; releases after 1.35 follow the 1.35 rules.

@@ -1,6 +1,6 @@
 """ResourceSlice rules for one device (spec.devices[i]); slice_rules.py runs them per device.
 
-Sources: shared/reference/k8s-dra-facts.md sections 1.1-1.7. ``minor`` is 34 or 35 (35 stands
+Sources: DESIGN.md F1.1-F1.7. ``minor`` is 34 or 35 (35 stands
 for every later release as well).
 """
 

@@ -2,7 +2,7 @@
 
 Each check appends Problems instead of raising, so one pass reports everything that is wrong.
 The formats follow the Kubernetes 1.35 validation code as summarized in
-shared/reference/k8s-dra-facts.md sections 1.2 and 1.3.
+DESIGN.md F1.2 and F1.3.
 """
 
 from __future__ import annotations

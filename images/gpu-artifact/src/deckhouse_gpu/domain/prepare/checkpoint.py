@@ -1,6 +1,6 @@
 """gpu-handler's prepare checkpoint: which claims it prepared and what it changed on the host.
 
-Two-phase (ARCHITECTURE D9): an entry is written ``PrepareStarted`` before the host is touched
+Two-phase (DESIGN.md D9): an entry is written ``PrepareStarted`` before the host is touched
 and ``PrepareCompleted`` after, so a crash in between leaves a record of what may be half done.
 MIG records are added one at a time as the instances are created, so a rollback knows exactly
 what to destroy. The file carries the node's boot ID: nothing a prepare makes survives a reboot

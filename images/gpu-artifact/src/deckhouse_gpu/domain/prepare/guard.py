@@ -1,4 +1,4 @@
-"""The last line of the MIG/Physical invariant (ARCHITECTURE.md D2 c): prepare refuses a claim
+"""The last line of the MIG/Physical invariant (DESIGN.md D2 c): prepare refuses a claim
 that conflicts with what is already prepared on a card, whatever the scheduler decided."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""From an allocated ResourceClaim to what must be prepared on this node (spec 9.2.2, plan step).
+"""From an allocated ResourceClaim to what must be prepared on this node (DESIGN.md S9.2.2, plan step).
 
 Only the results of this driver in this node's pool count: a claim may also hold devices of
 other drivers. A device is identified from its offer name (derived from the PCI address, the
-MIG profile and the placement, ARCHITECTURE.md D5) and checked against the card's capabilities,
+MIG profile and the placement, DESIGN.md D5) and checked against the card's capabilities,
 so a stale or foreign name is refused with a clear error instead of half-preparing.
 """
 
