@@ -168,7 +168,7 @@ def test_schema_rules_as_the_server_words_them(name: str) -> None:
 
 
 def test_the_conditions_list_stays_a_map_keyed_by_a_required_type() -> None:
-    # D8: each component owns its condition types; server-side apply merges them by type.
+    # DESIGN.md D8: each component owns its condition types; server-side apply merges them by type.
     crd = physicalgpu()
     root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     conditions = root["properties"]["status"]["properties"]["conditions"]

@@ -1,6 +1,6 @@
 """The example DeviceClasses and claims (docs/examples) against what the driver really publishes.
 
-(a) The DeviceClasses are valid objects (shared/reference/k8s-dra-facts.md section 2.1).
+(a) The DeviceClasses are valid objects (DESIGN.md F2.1).
 (b) Every selector is evaluated by the module's DRA CEL engine (deckhouse_gpu/domain/cel)
     against every device of the pools rendered from simulated cards of each model, for 1.34 and
     1.35, on a plain node, a sharing node, a node with MIG switched off and after the fallback; each
@@ -37,8 +37,8 @@ ADDRESSES = {"a30": ("0000:17:00.0", "0000:31:00.0")}  # two cards in one pool; 
 SHARING, MIG_LABEL = f"{DRIVER}/sharing", f"{DRIVER}/mig"
 
 # (c) What a 1.34 API server accepts in new expressions: libraries introduced before 1.34
-# (k8s-dra-facts.md section 3.2; its NewExpressions environment is that of 1.33). Extend it only
-# with functions that section dates before 1.34: ext.Lists v3, for one, is refused.
+# (DESIGN.md F3.2; its NewExpressions environment is that of 1.33). Extend it only
+# with functions that entry dates before 1.34: ext.Lists v3, for one, is refused.
 ALLOWED_FUNCTIONS = {
     # CEL standard functions and macros
     *("has", "size", "int", "uint", "double", "string", "bool", "matches", "startsWith", "endsWith"),
@@ -50,7 +50,7 @@ ALLOWED_FUNCTIONS = {
     *("semver", "isSemver", "major", "minor", "patch"),
 }
 # allowMultipleAllocations is declared only with DRAConsumableCapacity on; v1.34.9 with the gate
-# on accepted it in a new DeviceClass (section 9).
+# on accepted it in a new DeviceClass (DESIGN.md F9).
 DEVICE_FIELDS = {"driver", "attributes", "capacity", "allowMultipleAllocations"}
 
 _NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -77,7 +77,7 @@ SELECTORS = {name: _selectors(c["spec"]) for name, c in CLASSES.items()}
 
 
 def extended_resource_problem(name: str) -> str | None:
-    """The core IsExtendedResourceName check (section 2.1), None when the name is valid."""
+    """The core IsExtendedResourceName check (DESIGN.md F2.1), None when the name is valid."""
     if "/" not in name or "kubernetes.io/" in name:
         return "needs a domain outside kubernetes.io"
     if name.startswith("requests."):
@@ -97,15 +97,15 @@ def extended_resource_problem(name: str) -> str | None:
 class Variant:
     name: str
     labels: tuple[tuple[str, str], ...] = ()
-    partitionable: bool = True  # the API server keeps the fields (D3 fallback when not)
+    partitionable: bool = True  # the API server keeps the fields (DESIGN.md D3 fallback when not)
     consumable: bool = True
 
     @property
-    def shared(self) -> bool:  # D6: opt-in per node
+    def shared(self) -> bool:  # DESIGN.md D6: opt-in per node
         return dict(self.labels).get(SHARING) == "true" and self.consumable
 
     @property
-    def mig(self) -> bool:  # D6: never beside shared offers; off per node; needs counters
+    def mig(self) -> bool:  # DESIGN.md D6: never beside shared offers; off per node; needs counters
         return not self.shared and dict(self.labels).get(MIG_LABEL) != "false" and self.partitionable
 
 
@@ -162,7 +162,7 @@ def cards() -> list[dict[str, Any]]:
 
 
 def intended_offers(cards: list[dict[str, Any]], variant: Variant) -> set[Offer]:
-    """The offers the design (D2, D3, D6) says each card gives, named as D5 says."""
+    """The offers DESIGN.md D2, D3 and D6 say each card gives, named as DESIGN.md D5 says."""
     offers = set()
     for card in cards:
         node, address = card["status"]["nodeInfo"]["nodeName"], card["status"]["pciInfo"]["address"]
@@ -411,7 +411,7 @@ def test_cel_glue_follows_kubernetes_semantics() -> None:
     for expression, expected in holds.items():
         assert ENGINE.compile(expression).matches(view) is expected, expression
     for wrong in (
-        'device.attributes["gpu.deckhouse.io/model"] == "x"',  # the TZ's form: a map is not a string
+        'device.attributes["gpu.deckhouse.io/model"] == "x"',  # DESIGN.md S7.2's form: a map is not a string
         'device.attributes["gpu.deckhouse.io"].missing == "x"',  # unknown name: an error
         'device.capacity["gpu.deckhouse.io"].memory >= quantity("1Gi")',  # quantities use compareTo
         'device.attributes["gpu.deckhouse.io"].model',  # not a bool

@@ -4,7 +4,7 @@ The cluster state (0, 1, 2 and 500 GPU nodes among CPU nodes) goes through the g
 hook, whatever it writes into the values goes into the render, and every rendered object is
 checked against the semantic rules the API server enforces beyond the OpenAPI schema
 (tests/support/k8s_semantics.py) and against the size limits of etcd and of Helm's release
-Secret. A GPU node coming or going must change no pod template (ARCHITECTURE.md D11).
+Secret. A GPU node coming or going must change no pod template (DESIGN.md D11).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ SOME_TIME = "2025-01-02T03:04:05Z"
 
 
 def a30_status() -> pg.PhysicalGPUStatus:
-    """A fully populated status with the values of a real A30 (specification section 4.2)."""
+    """A fully populated status with the values of a real A30 (DESIGN.md S4.2)."""
     named = pg.NamedID
     profiles = [
         pg.MigProfile(14, "1g.6gb", 5949, 1, 4, 14, 1, 1, 0, 0, 0, [pg.MigPlacement(i, 1) for i in range(4)]),

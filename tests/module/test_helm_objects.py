@@ -1,0 +1,135 @@
+"""The chart's images, Secrets, monitoring objects, webhook and admission policy as rendered by a
+real Helm 3, and every rendered object checked against what the API server accepts: its OpenAPI
+schema of Kubernetes 1.34 and 1.35, and the semantic rules of tests/support/k8s_semantics.py.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import kubernetes_validate
+import pytest
+
+from tests.module.helm_render_sets import RENDERED, VALUE_SETS, containers, every, handler, pod_spec
+from tests.support.helm_chart import MONITORING_APIS, HelmFailed, Rendered, render
+from tests.support.k8s_semantics import iter_errors
+from tests.support.module_images import RUNTIME_IMAGES
+from tests.support.module_values import REGISTRY, digest, module_values
+
+
+def test_images_come_from_the_module_registry_with_its_pull_secret() -> None:
+    rendered = RENDERED["module-registry"]
+    secret = rendered.get("Secret", "gpu-module-registry")
+    assert secret["type"] == "kubernetes.io/dockerconfigjson"
+    for workload in rendered.workloads():
+        assert pod_spec(workload)["imagePullSecrets"] == [{"name": "gpu-module-registry"}]
+        for container in containers(workload):
+            assert container["image"].startswith("modules.example.com/gpu@sha256:")
+    assert RENDERED["defaults"].find("Secret", "gpu-module-registry") is None
+    (main,) = pod_spec(handler(RENDERED["defaults"]))["containers"]
+    assert main["image"] == f"{REGISTRY}@{digest('gpuHandler')}"
+
+
+def test_templates_use_exactly_the_images_werf_builds() -> None:
+    # Every image is referenced by digest; a digest marks which built image it is.
+    names = {image: digest(image) for image in RUNTIME_IMAGES}
+    used = {
+        container["image"].rsplit("@", 1)[1]
+        for rendered in RENDERED.values()
+        for workload in rendered.workloads()
+        for container in containers(workload)
+    }
+    assert used == set(names.values())
+
+
+def test_a_missing_image_digest_fails_the_render_naming_it() -> None:
+    values = module_values(images=("gpuNodeAgent", "gpuController", "nvidiaDcgm", "nvidiaDcgmExporter"))
+    with pytest.raises(HelmFailed, match='no digest for image "gpuHandler"'):
+        render(values)
+
+
+def test_monitoring_objects_need_their_crds() -> None:
+    bare = render(VALUE_SETS["defaults"], api_versions=())
+    for kind in ("ServiceMonitor", "PrometheusRule", "GrafanaDashboardDefinition", "VerticalPodAutoscaler"):
+        assert bare.of_kind(kind) == [], kind
+    monitors = RENDERED["defaults"].of_kind("ServiceMonitor")
+    scraped = {tuple(sorted(m["spec"]["selector"]["matchLabels"].items())) for m in monitors}
+    exposed = {
+        tuple(sorted(s["spec"]["selector"].items()))
+        for s in RENDERED["defaults"].of_kind("Service")
+        if any(p["name"] == "http-metrics" for p in s["spec"]["ports"])
+    }
+    assert scraped == exposed  # every metrics Service is scraped, and nothing else
+    assert len(monitors) == 3
+    assert all(
+        m["metadata"]["labels"]["prometheus"] == "main"
+        for m in RENDERED["defaults"].of_kind("ServiceMonitor")
+    )
+    assert render(VALUE_SETS["defaults"], api_versions=MONITORING_APIS).of_kind("VerticalPodAutoscaler") == []
+
+
+def test_the_webhook_secret_carries_the_hook_certificate() -> None:
+    values = module_values()
+    assert RENDERED["defaults"].find("Secret", "gpu-dra-controller-webhook-tls") is None
+    values["gpu"]["internal"]["webhookCert"] = {"ca": "CA PEM", "crt": "CRT PEM", "key": "KEY PEM"}
+    secret = render(values).get("Secret", "gpu-dra-controller-webhook-tls")
+    decoded = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    assert decoded == {"ca.crt": "CA PEM", "tls.crt": "CRT PEM", "tls.key": "KEY PEM"}
+
+
+def test_the_node_write_policy_is_rendered_with_its_binding() -> None:
+    policy = RENDERED["defaults"].get("ValidatingAdmissionPolicy", "d8-gpu-node-writes")
+    binding = RENDERED["defaults"].get("ValidatingAdmissionPolicyBinding", "d8-gpu-node-writes")
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    usernames = " ".join(policy["spec"]["matchConditions"][0]["expression"].split())
+    for workload in ("gpu-node-agent", "gpu-handler"):
+        account = pod_spec(RENDERED["defaults"].get("DaemonSet", workload))["serviceAccountName"]
+        assert f"system:serviceaccount:d8-gpu:{account}" in usernames
+
+
+def test_the_dra_controller_serves_the_webhook_only_with_a_certificate() -> None:
+    (plain,) = pod_spec(RENDERED["defaults"].get("Deployment", "gpu-dra-controller"))["containers"]
+    assert "--no-webhook" in plain["args"]
+    assert RENDERED["defaults"].find("ValidatingWebhookConfiguration", "d8-gpu-opaque-config") is None
+    values = module_values()
+    values["gpu"]["internal"]["webhookCert"] = {"ca": "CA PEM", "crt": "CRT PEM", "key": "KEY PEM"}
+    rendered = render(values)
+    deployment = rendered.get("Deployment", "gpu-dra-controller")
+    (container,) = pod_spec(deployment)["containers"]
+    assert "--no-webhook" not in container["args"]
+    volumes = {v["name"]: v for v in pod_spec(deployment)["volumes"]}
+    assert volumes["webhook-tls"]["secret"]["secretName"] == "gpu-dra-controller-webhook-tls"
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    cert_arg = next(a for a in container["args"] if a.startswith("--tls-cert-file="))
+    assert cert_arg == f"--tls-cert-file={mounts['webhook-tls']}/tls.crt"
+    (hook,) = rendered.get("ValidatingWebhookConfiguration", "d8-gpu-opaque-config")["webhooks"]
+    service = rendered.get("Service", hook["clientConfig"]["service"]["name"])
+    port = next(p for p in service["spec"]["ports"] if p["port"] == hook["clientConfig"]["service"]["port"])
+    assert port["targetPort"] in {p["name"] for p in container["ports"]}
+    assert hook["failurePolicy"] == "Ignore"
+
+
+# Kinds of CRDs the cluster gets from other modules; Kubernetes' own schemas do not have them.
+CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "GrafanaDashboardDefinition", "VerticalPodAutoscaler"}
+
+
+@pytest.mark.parametrize("version", ["1.34.0", "1.35.0"])
+@pytest.mark.parametrize("rendered", every("schema"))
+def test_every_builtin_object_is_valid_for_the_api_server(rendered: Rendered, version: str) -> None:
+    # Strict: an unknown field (a typo, a field of another version) is an error, as with
+    # kubectl's server-side field validation.
+    for obj in rendered.objects:
+        if obj["kind"] in CRD_KINDS:
+            continue
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            pytest.fail(
+                f"{obj['kind']}/{obj['metadata']['name']} on {version}: {error.message} at {list(error.path)}"
+            )
+
+
+@pytest.mark.parametrize("rendered", every("semantics"))
+def test_every_object_passes_the_api_servers_semantic_rules(rendered: Rendered) -> None:
+    sizes = [len(str(obj)) for obj in rendered.objects]
+    assert list(iter_errors(rendered.objects, sizes)) == []
