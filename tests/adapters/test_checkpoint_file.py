@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from deckhouse_gpu.adapters.checkpoint_file import BootIdUnreadable, FileCheckpointStore
-from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry, DevicePlan
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
+from deckhouse_gpu.domain.prepare.plan import DevicePlan
 
 BOOT = "0b7c1a52-5a7e-4bd4-9a53-1b0f0f0c0001"
 PLAN = DevicePlan(request="gpu", pool="w1", device="gpu-0000-17-00-0", card="0000:17:00.0", kind="Physical")

@@ -8,13 +8,12 @@ from deckhouse_gpu.domain.prepare.checkpoint import (
     Checkpoint,
     ClaimEntry,
     CorruptCheckpoint,
-    DevicePlan,
-    MigRecord,
     checksum,
     decode,
     encode,
 )
-from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
+from deckhouse_gpu.domain.prepare.mig_instance import MigInstance, MigRecord
+from deckhouse_gpu.domain.prepare.plan import DevicePlan
 
 BOOT = "7d3c1b2a-0000-4000-8000-000000000001"
 OTHER_BOOT = "7d3c1b2a-0000-4000-8000-000000000002"

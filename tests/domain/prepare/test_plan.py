@@ -1,8 +1,8 @@
 import pytest
 
-from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry, DevicePlan
+from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.guard import conflicts
-from deckhouse_gpu.domain.prepare.plan import PlanError, plan_claim
+from deckhouse_gpu.domain.prepare.plan import DevicePlan, PlanError, plan_claim
 from testkit.gpu_objects import ready_card
 
 A30 = "0000:17:00.0"

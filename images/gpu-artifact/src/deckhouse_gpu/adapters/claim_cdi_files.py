@@ -13,7 +13,8 @@ from deckhouse_gpu.domain.prepare.cdi_spec import (
     claim_spec,
     qualified_id,
 )
-from deckhouse_gpu.domain.prepare.checkpoint import DevicePlan, MigRecord
+from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
+from deckhouse_gpu.domain.prepare.plan import DevicePlan
 
 
 class FileClaimCDI:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from deckhouse_gpu.domain.prepare.checkpoint import DevicePlan, MigRecord
+from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
+from deckhouse_gpu.domain.prepare.plan import DevicePlan
 
 
 class ClaimCDI(Protocol):

@@ -7,8 +7,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry, DevicePlan
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
+from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.mig import MigControl
 

@@ -14,9 +14,10 @@ from typing import Any, Protocol
 
 from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config
 from deckhouse_gpu.domain.config.opaque_config import VFIOConfig
-from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry, DevicePlan, MigRecord
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.domain.prepare.guard import conflicts
-from deckhouse_gpu.domain.prepare.plan import PlanError, plan_claim
+from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
+from deckhouse_gpu.domain.prepare.plan import DevicePlan, PlanError, plan_claim
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl, MigError, MigModePending

@@ -16,15 +16,14 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
+from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
+from deckhouse_gpu.domain.prepare.plan import KINDS, DevicePlan
 
 VERSION = 1
 CHECKSUM_PREFIX = "sha256:"
 
 type State = Literal["PrepareStarted", "PrepareCompleted"]
-type DeviceKind = Literal["Physical", "MIG"]
 STATES: tuple[State, ...] = ("PrepareStarted", "PrepareCompleted")
-KINDS: tuple[DeviceKind, ...] = ("Physical", "MIG")
 
 
 class CorruptCheckpoint(ValueError):
@@ -33,50 +32,6 @@ class CorruptCheckpoint(ValueError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-@dataclass(frozen=True)
-class DevicePlan:
-    """One allocated device of a claim, as the scheduler chose it."""
-
-    request: str
-    pool: str
-    device: str  # the ResourceSlice device name
-    card: str  # PCI address of the physical GPU
-    kind: DeviceKind
-    share_id: str | None = None
-    profile_id: int | None = None  # MIG only: GPU instance profile and placement to create
-    placement_start: int | None = None
-    placement_size: int | None = None
-
-
-@dataclass(frozen=True)
-class MigRecord:
-    """A MIG instance this claim created: what a rollback or unprepare destroys."""
-
-    card: str
-    gpu_instance_id: int
-    compute_instance_id: int
-    profile_id: int
-    placement_start: int
-    placement_size: int
-    uuid: str
-
-    @classmethod
-    def from_instance(cls, instance: MigInstance) -> MigRecord:
-        return cls(
-            card=instance.card,
-            gpu_instance_id=instance.gpu_instance_id,
-            compute_instance_id=instance.compute_instance_id,
-            profile_id=instance.profile_id,
-            placement_start=instance.placement_start,
-            placement_size=instance.placement_size,
-            uuid=instance.uuid,
-        )
-
-    @property
-    def key(self) -> tuple[str, int, int]:
-        return (self.card, self.gpu_instance_id, self.compute_instance_id)
 
 
 @dataclass(frozen=True)

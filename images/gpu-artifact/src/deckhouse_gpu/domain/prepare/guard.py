@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry, DevicePlan
+from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
+from deckhouse_gpu.domain.prepare.plan import DevicePlan
 
 
 def _overlaps(a: DevicePlan, b: DevicePlan) -> bool:

@@ -1,4 +1,5 @@
-"""One MIG instance on a card, as the MIG port reports it and the checkpoint records it."""
+"""One MIG instance on a card: as the MIG port reports it (MigInstance), and as the checkpoint
+records the ones a claim created (MigRecord)."""
 
 from __future__ import annotations
 
@@ -18,4 +19,33 @@ class MigInstance:
     @property
     def key(self) -> tuple[str, int, int]:
         """(card, GI, CI): how the checkpoint's MIG records name an instance."""
+        return (self.card, self.gpu_instance_id, self.compute_instance_id)
+
+
+@dataclass(frozen=True)
+class MigRecord:
+    """A MIG instance this claim created: what a rollback or unprepare destroys."""
+
+    card: str
+    gpu_instance_id: int
+    compute_instance_id: int
+    profile_id: int
+    placement_start: int
+    placement_size: int
+    uuid: str
+
+    @classmethod
+    def from_instance(cls, instance: MigInstance) -> MigRecord:
+        return cls(
+            card=instance.card,
+            gpu_instance_id=instance.gpu_instance_id,
+            compute_instance_id=instance.compute_instance_id,
+            profile_id=instance.profile_id,
+            placement_start=instance.placement_start,
+            placement_size=instance.placement_size,
+            uuid=instance.uuid,
+        )
+
+    @property
+    def key(self) -> tuple[str, int, int]:
         return (self.card, self.gpu_instance_id, self.compute_instance_id)

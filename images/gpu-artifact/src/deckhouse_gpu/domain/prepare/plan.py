@@ -9,10 +9,28 @@ so a stale or foreign name is refused with a clear error instead of half-prepari
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from deckhouse_gpu.domain.offers.model import DRIVER, mig_name, physical_name
-from deckhouse_gpu.domain.prepare.checkpoint import DevicePlan
+
+type DeviceKind = Literal["Physical", "MIG"]
+KINDS: tuple[DeviceKind, ...] = ("Physical", "MIG")
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """One allocated device of a claim, as the scheduler chose it."""
+
+    request: str
+    pool: str
+    device: str  # the ResourceSlice device name
+    card: str  # PCI address of the physical GPU
+    kind: DeviceKind
+    share_id: str | None = None
+    profile_id: int | None = None  # MIG only: GPU instance profile and placement to create
+    placement_start: int | None = None
+    placement_size: int | None = None
 
 
 class PlanError(ValueError):
