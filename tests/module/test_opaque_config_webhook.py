@@ -17,7 +17,8 @@ import yaml
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 
-from deckhouse_gpu.domain.config.opaque_config import DRIVER, decode
+from deckhouse_gpu.domain.config.opaque_config import decode
+from deckhouse_gpu.domain.config.opaque_types import DRIVER
 from deckhouse_gpu.services.config_admission import review
 from tests.support.helm_chart import render
 from tests.support.module_values import module_values
@@ -229,7 +230,7 @@ def test_each_example_is_sent_decoded_and_allowed(doc: dict[str, Any]) -> None:
 
 
 def test_the_example_classes_select_as_the_tested_classes_do() -> None:
-    # test_deviceclass_examples evaluates the selectors of deviceclasses.yaml on every simulated pool
+    # test_deviceclass_selection evaluates the selectors of deviceclasses.yaml on every simulated pool
     tested = [doc for doc in yaml.safe_load_all((EXAMPLES.parent / "deviceclasses.yaml").read_text()) if doc]
     known = [doc["spec"]["selectors"] for doc in tested]
     names = {doc["metadata"]["name"] for doc in tested}

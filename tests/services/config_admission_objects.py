@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from deckhouse_gpu.domain.config.opaque_config import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import API_VERSION
 
 UID = "6f1e3a52-8d5c-4d0b-9a59-2b2f0c6a1e11"
 MPS = {"apiVersion": API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "MPS"}}

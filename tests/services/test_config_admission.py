@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.config.opaque_config import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import API_VERSION
 from deckhouse_gpu.services.config_admission import review
 from tests.services.config_admission_objects import (
     MAKERS,

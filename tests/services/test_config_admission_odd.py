@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deckhouse_gpu.domain.config.opaque_config import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import API_VERSION
 from deckhouse_gpu.services.config_admission import review
 from tests.services.config_admission_objects import MAKERS, MPS, UID, denial, ours, request
 

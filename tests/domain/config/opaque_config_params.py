@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.domain.config.opaque_config import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import API_VERSION
 
 
 def gpu(sharing: Any = None, **extra: Any) -> dict[str, Any]:

@@ -9,19 +9,16 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity
-from deckhouse_gpu.domain.config.opaque_config import (
+from deckhouse_gpu.domain.config.opaque_config import ConfigError, Problem, decode, encode
+from deckhouse_gpu.domain.config.opaque_types import (
     API_VERSION,
     MPS,
-    ConfigError,
     GPUConfig,
     MIGConfig,
-    Problem,
     TimeSliceInterval,
     TimeSlicing,
     VFIOConfig,
-    decode,
     device_type,
-    encode,
 )
 from tests.domain.config.opaque_config_params import gpu, mig, mps
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.config.opaque_config import API_VERSION, ConfigError, decode
+from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode
+from deckhouse_gpu.domain.config.opaque_types import API_VERSION
 from tests.domain.config.opaque_config_params import gpu, mig, mps
 
 KINDS = "GPUConfig, MIGConfig, VFIOConfig"

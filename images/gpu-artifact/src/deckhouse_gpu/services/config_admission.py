@@ -18,13 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deckhouse_gpu.domain.config.opaque_config import (
-    DRIVER,
-    ConfigError,
-    DeviceType,
-    decode,
-    device_type,
-)
+from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode
+from deckhouse_gpu.domain.config.opaque_types import DRIVER, DeviceType, device_type
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 # Where each kind keeps its config list; claims and templates also name their requests there.

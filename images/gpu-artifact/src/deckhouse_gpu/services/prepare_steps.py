@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config
-from deckhouse_gpu.domain.config.opaque_config import VFIOConfig
+from deckhouse_gpu.domain.config.opaque_types import VFIOConfig
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.domain.prepare.guard import conflicts
 from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
