@@ -11,7 +11,7 @@ from deckhouse_gpu.domain.allocation.claim_config import (
     device_config,
     sharing_strategy,
 )
-from deckhouse_gpu.domain.config.opaque_config import (
+from deckhouse_gpu.domain.config.opaque_types import (
     MPS,
     GPUConfig,
     MIGConfig,

@@ -11,17 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deckhouse_gpu.domain.config.opaque_config import (
+from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode
+from deckhouse_gpu.domain.config.opaque_types import (
     DRIVER,
     MPS,
-    ConfigError,
     GPUConfig,
     MIGConfig,
     TimeSlicing,
     VFIOConfig,
-    decode,
 )
-from deckhouse_gpu.domain.config.opaque_config import device_type as config_device_type
+from deckhouse_gpu.domain.config.opaque_types import device_type as config_device_type
 
 
 def _entries(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> list[tuple[int, Any]]:
