@@ -1,4 +1,4 @@
-"""The allocator's rules, one by one, on small slices (k8s-dra-facts sections 3 and 4)."""
+"""The allocator's rules, one by one, on small slices (DESIGN.md F3, F4)."""
 
 from __future__ import annotations
 
@@ -379,7 +379,7 @@ def test_match_attribute_applies_only_to_the_requests_it_names() -> None:
 def test_distinct_attribute_compares_values_on_135_only(
     semantics: Semantics, expected: list[list[str]]
 ) -> None:
-    # 1.34 compares pointers to the values, which never match across devices (k8s-dra-facts 4.4).
+    # 1.34 compares pointers to the values, which never match across devices (DESIGN.md F4.4).
     devices = [
         device("a", attributes={"root": "r0"}),
         device("b", attributes={"root": "r0"}),
@@ -467,7 +467,7 @@ def test_a_capacity_the_device_lacks_skips_it() -> None:
 
 
 def test_a_shared_device_counts_its_counters_only_for_the_first_share_unless_strict() -> None:
-    # Observed on a real 1.35 scheduler (k8s-dra-facts section 9): a 50 % share of a device that
+    # Observed on a real 1.35 scheduler (DESIGN.md F9): a 50 % share of a device that
     # consumes a whole counter set does not keep a later claim off that set (quirk b).
     shared = device(
         "card-shared",

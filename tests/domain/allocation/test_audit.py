@@ -1,4 +1,4 @@
-"""The audit of the allocation invariant (specification 8.1) over allocated claims."""
+"""The audit of the allocation invariant (DESIGN.md S8.1) over allocated claims."""
 
 from __future__ import annotations
 

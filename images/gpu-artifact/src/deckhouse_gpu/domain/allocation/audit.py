@@ -1,9 +1,9 @@
-"""The allocation invariant of specification 8.1, checked over every allocation of our driver.
+"""The allocation invariant of DESIGN.md S8.1, checked over every allocation of our driver.
 
 Pure: ResourceSlices (as the allocator's Inventory) and allocated claims in, violations out.
-The scheduler keeps the invariant through counters (ARCHITECTURE.md D2); the audit catches what
+The scheduler keeps the invariant through counters (DESIGN.md D2); the audit catches what
 slips through anyway: a second allocator racing the scheduler, a hand-written status, the
-scheduler's own accounting quirks (k8s-dra-facts 4.4), slices republished under allocations.
+scheduler's own accounting quirks (DESIGN.md F4.4), slices republished under allocations.
 
 - a device allocated exclusively to two claims;
 - MIG and Physical devices of one card allocated at the same time;

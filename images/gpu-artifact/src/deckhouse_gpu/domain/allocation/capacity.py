@@ -1,4 +1,4 @@
-"""Consumable capacity: what a request consumes of a device and whether it fits (k8s-dra-facts 4.5)."""
+"""Consumable capacity: what a request consumes of a device and whether it fits (DESIGN.md F4.5)."""
 
 from __future__ import annotations
 

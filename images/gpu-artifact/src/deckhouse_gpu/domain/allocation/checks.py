@@ -1,12 +1,18 @@
-"""Per-device checks of the allocator that need no search state: taints, attributes, selectors."""
+"""Per-device checks of the allocator that need no search state: taints, attributes, selectors.
+
+``selectors_match`` is the selectors rule itself (``rules`` holds the others); the taint and
+attribute lookups here are what the taints and constraints rules build on.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Protocol
 
 from deckhouse_gpu.domain.allocation.claims import Alternative, Toleration
 from deckhouse_gpu.domain.allocation.model import Device, Taint
+from deckhouse_gpu.domain.allocation.reasons import NotOfClass, Reason, RequestSelectorFalse
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 
 ENFORCED_EFFECTS = ("NoSchedule", "NoExecute")
@@ -22,17 +28,36 @@ class SelectorMatcher(Protocol):
         ...
 
 
-def selectors_match(matcher: SelectorMatcher, alternative: Alternative, device: Device) -> str | None:
-    """None when every selector (the class's first, then the request's) is true; else the first
-    false expression. Results are cached on the device per expression: they depend on nothing else."""
-    for expression in (*alternative.device_class.selectors, *alternative.selectors):
-        cached = device.cache.get(expression)
+def selectors_match(matcher: SelectorMatcher, alternative: Alternative, device: Device) -> Reason | None:
+    """None when every selector (the class's first, then the request's) is true; else why not.
+    Results are cached on the device per expression: they depend on nothing else."""
+    cache = device.cache
+    # Two loops: a false selector of the class and one of the request are different reasons.
+    for expression in alternative.device_class.selectors:
+        cached = cache.get(expression)
         if cached is None:
-            cached = matcher.matches(expression, device)
-            device.cache[expression] = cached
+            cached = cache[expression] = matcher.matches(expression, device)
         if not cached:
-            return expression
+            return _not_of_class(alternative.device_class.name)
+    for expression in alternative.selectors:
+        cached = cache.get(expression)
+        if cached is None:
+            cached = cache[expression] = matcher.matches(expression, device)
+        if not cached:
+            return _request_selector_false(expression)
     return None
+
+
+# Most candidates of a request fail a selector of its class, so these reasons are made once per
+# class or expression, not once per device: the search would otherwise allocate per candidate.
+@lru_cache(maxsize=256)
+def _not_of_class(name: str) -> Reason:
+    return NotOfClass(name)
+
+
+@lru_cache(maxsize=256)
+def _request_selector_false(expression: str) -> Reason:
+    return RequestSelectorFalse(expression)
 
 
 def _tolerates(toleration: Toleration, taint: Taint) -> bool:

@@ -1,4 +1,4 @@
-"""DeviceClasses and ResourceClaims as the allocator reads them (k8s-dra-facts 2.1, 2.2)."""
+"""DeviceClasses and ResourceClaims as the allocator reads them (DESIGN.md F2.1, F2.2)."""
 
 from __future__ import annotations
 

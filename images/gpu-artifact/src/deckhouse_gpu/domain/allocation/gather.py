@@ -1,4 +1,4 @@
-"""A node's pools, gathered the way the scheduler gathers them (k8s-dra-facts 4.2).
+"""A node's pools, gathered the way the scheduler gathers them (DESIGN.md F4.2).
 
 Only the newest generation of a pool counts. 1.34 uses an incomplete pool for ExactCount; 1.35
 re-reads the whole pool, drops it when a newer generation exists elsewhere and never allocates

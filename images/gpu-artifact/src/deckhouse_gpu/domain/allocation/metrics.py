@@ -1,4 +1,4 @@
-"""What the allocation metrics count (specification 1.2): devices of our driver allocated per
+"""What the allocation metrics count (DESIGN.md S1.2): devices of our driver allocated per
 DeviceClass, node and mode, read from the claims' allocations and specs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which claims gpu-dra-controller allocates: only those the kube-scheduler never will (ARCHITECTURE.md D1).
+"""Which claims gpu-dra-controller allocates: only those the kube-scheduler never will (DESIGN.md D1).
 
 - Claims of a pod created with ``spec.nodeName`` already set. The scheduler allocates a pod's
   claims in PreBind, before it binds the pod; a pod that is bound while a claim of it is still

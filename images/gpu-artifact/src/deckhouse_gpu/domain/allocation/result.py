@@ -1,4 +1,4 @@
-"""The AllocationResult of a claim, shaped exactly as the scheduler writes it (k8s-dra-facts 4.4)."""
+"""The AllocationResult of a claim, shaped exactly as the scheduler writes it (DESIGN.md F4.4)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from deckhouse_gpu.domain.allocation.claims import Claim
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 
 if TYPE_CHECKING:
-    from deckhouse_gpu.domain.allocation.search import Placed
+    from deckhouse_gpu.domain.allocation.search_pass import Placed
 
 
 def _node_selector(placed: Sequence[Placed], node: str) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ VERSIONS = ("1.34", "1.35")
 class Semantics:
     """``version`` switches the 1.34/1.35 differences; the flags mirror the scheduler's gates.
 
-    ``strict`` is for the audit: it corrects the scheduler's accounting quirks (k8s-dra-facts 4.4):
+    ``strict`` is for the audit: it corrects the scheduler's accounting quirks (DESIGN.md F4.4):
     counters of a device rejected after the counter check are given back, and the counters of a
     shared device that already has shares stay charged in later passes (the scheduler charges
     them only in the pass of the first share). Either way one device's counters count once.

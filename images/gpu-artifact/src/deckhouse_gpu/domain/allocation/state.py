@@ -1,4 +1,4 @@
-"""What is already allocated, as the scheduler sees it (k8s-dra-facts 4.3, "already-allocated").
+"""What is already allocated, as the scheduler sees it (DESIGN.md F4.3, "already-allocated").
 
 Results with adminAccess are ignored; with consumable capacity, results with a shareID are shares
 (their consumed capacity is summed per device) and do not make the device "in use"; every other

@@ -1,0 +1,44 @@
+"""The state of one Allocate call: what is placed, charged, shared and constrained so far.
+
+The search adds to it device by device and takes back what it undoes; explain judges devices
+against a fresh one, which holds only what was allocated before the call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from deckhouse_gpu.domain.allocation.claims import Alternative
+from deckhouse_gpu.domain.allocation.gather import Gathered, Pool
+from deckhouse_gpu.domain.allocation.model import Device
+from deckhouse_gpu.domain.allocation.node_match import Node
+from deckhouse_gpu.domain.allocation.state import DeviceKey
+from deckhouse_gpu.domain.apimachinery.quantity import Quantity
+
+CounterKey = tuple[str, str, str]  # pool key "driver/pool", scope (slice on 1.34), counter set
+
+
+@dataclass
+class Placed:
+    alternative: Alternative
+    device: Device
+    share_id: str | None = None
+    consumed: dict[str, Quantity] | None = None
+    charged: bool = False  # its counters were added in this pass
+
+
+@dataclass
+class SearchPass:
+    node: Node
+    gathered: Gathered
+    available: dict[CounterKey, dict[str, Fraction]]
+    consuming: dict[CounterKey, dict[str, Fraction]] = field(default_factory=dict)
+    allocating: set[DeviceKey] = field(default_factory=set)
+    sharing: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)  # this call's shares
+    placed: list[list[Placed]] = field(default_factory=list)  # per claim
+    matched: dict[tuple[int, int], tuple[str, Any]] = field(default_factory=dict)  # (claim, constraint)
+    matched_count: dict[tuple[int, int], int] = field(default_factory=dict)
+    distinct: dict[tuple[int, int, str], Any] = field(default_factory=dict)
+    all_devices: dict[int, list[tuple[Pool, Device]]] = field(default_factory=dict)  # per "All" alternative
