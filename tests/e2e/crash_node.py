@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from deckhouse_gpu.adapters.sim.sim_mig_state import PersistentSimMig
+from deckhouse_gpu.adapters.sim.sim_nvml import from_model_list
 from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
 from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
@@ -129,6 +131,29 @@ def assert_released(node: Node) -> None:
     assert gi_dirs(node.root, 0) == []
     assert claim_specs(node.root) == []
     assert checkpoint_claims(node.root) == {}
+
+
+def leave_in_mig_mode(root: Path, card: str) -> None:
+    """The card switched into MIG mode by hand, with no instance: in the simulated state the
+    handler's processes read, for cards of the same models and UUIDs as theirs."""
+    nvml = from_model_list("a30,a30", [CARD_A, CARD_B], node_name=NODE)
+    PersistentSimMig.under(nvml, root).set_mig_mode(card, True)
+
+
+def switches(node: Node, uid: str) -> tuple[str | None, list[str], list[str], bool, bool, int, bool]:
+    """What a kill leaves around the MIG mode switches: the entry's state, the cards it recorded
+    switching MIG on and off, the MIG modes of A and B, the instances on A, a CDI spec."""
+    entry = checkpoint_claims(node.root).get(uid) or {}
+    state = mig_state(node.root)
+    on, off = entry.get("migEnabledCards", []), entry.get("migDisabledCards", [])
+    a, b, spec = state[CARD_A], state[CARD_B], cdi_spec(node.root, uid) is not None
+    return (entry.get("state"), on, off, a["migCurrent"], b["migCurrent"], len(a["instances"]), spec)
+
+
+def assert_card_b(node: Node, mig_mode: bool) -> None:
+    """Card B is in the MIG mode expected, with nothing pending and no instance."""
+    state = mig_state(node.root)[CARD_B]
+    assert (state["migCurrent"], state["migPending"], state["instances"]) == (mig_mode, mig_mode, [])
 
 
 def status_problems(node: Node, claim: dict[str, Any], prepared: bool) -> list[str]:

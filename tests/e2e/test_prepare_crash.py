@@ -25,8 +25,9 @@ server, node = crash_node.server, crash_node.node
 # MIG mode of A, CDI spec written).
 NOTHING = (None, 0, 0, False, False)
 STARTED = ("PrepareStarted", 0, 0, False, False)
-# Where a prepare of MIXED can die: every step boundary, and inside create-mig: after the intent
-# to switch MIG on is saved, after the switch, after each create (before its record) and record.
+# Where a prepare of MIXED can die: every step boundary, after the intent to switch MIG on is
+# saved and after the switch (switch-mig-mode), after each create (before its record) and record
+# (create-mig). Card B is off already; test_prepare_crash_mig_mode.py has it left in MIG mode.
 PREPARE_POINTS = {
     "step:short-circuit-completed": NOTHING,
     "step:roll-back-leftover": NOTHING,
@@ -34,6 +35,7 @@ PREPARE_POINTS = {
     "step:check-config": NOTHING,
     "step:invariant-guard": NOTHING,
     "step:mark-started": STARTED,
+    "step:switch-mig-mode": ("PrepareStarted", 0, 0, True, False),
     "step:create-mig": ("PrepareStarted", 2, 2, True, False),
     "step:write-cdi": ("PrepareStarted", 2, 2, True, True),  # its ids are saved by the next step
     "step:mark-completed": ("PrepareCompleted", 2, 2, True, True),

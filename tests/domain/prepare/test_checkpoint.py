@@ -41,7 +41,7 @@ def started(uid="uid-a", devices=(MIG_PLAN,)):
 def full_checkpoint():
     mig = started("uid-a").with_mig_enabled(CARD).with_mig(MigRecord.from_instance(INSTANCE))
     mig = mig.completed({MIG_PLAN.device: ("k8s.gpu.deckhouse.io/claim=uid-a-mig",)}, "2026-11-21T12:00:00Z")
-    physical = started("uid-b", (PHYSICAL_PLAN,))
+    physical = started("uid-b", (PHYSICAL_PLAN,)).with_mig_disabled(PHYSICAL_PLAN.card)
     return Checkpoint(BOOT).with_entry(mig).with_entry(physical)
 
 
@@ -64,6 +64,7 @@ def test_round_trip_keeps_every_field():
     assert entry.mig == (MigRecord(CARD, 5, 0, 14, 2, 1, INSTANCE.uuid),)
     assert entry.mig_enabled_cards == (CARD,)
     assert entry.updated == "2026-11-21T12:00:00Z"
+    assert decoded.checkpoint.claims["uid-b"].mig_disabled_cards == (PHYSICAL_PLAN.card,)
 
 
 def test_file_layout_is_versioned_with_a_checksum_and_omits_empty_options():
@@ -120,11 +121,21 @@ def test_unknown_fields_of_a_newer_writer_are_read_past():
 
 def test_optional_collections_may_be_absent():
     def sparse(document):
-        for key in ("mig", "migEnabledCards", "cdiDeviceIDs", "updated"):
+        for key in ("mig", "migEnabledCards", "migDisabledCards", "cdiDeviceIDs", "updated"):
             del document["claims"]["uid-b"][key]
 
     decoded = decode(rewrite(encode(full_checkpoint()), sparse), BOOT)
     assert decoded.checkpoint.claims["uid-b"] == started("uid-b", (PHYSICAL_PLAN,))
+
+
+def test_a_file_written_before_mig_mode_off_was_recorded_still_reads():
+    def older(document):
+        for entry in document["claims"].values():
+            del entry["migDisabledCards"]
+
+    decoded = decode(rewrite(encode(full_checkpoint()), older), BOOT)
+    assert [entry.mig_disabled_cards for entry in decoded.checkpoint.claims.values()] == [(), ()]
+    assert decoded.checkpoint.claims["uid-a"] == full_checkpoint().claims["uid-a"]
 
 
 def test_entries_of_another_boot_are_not_prepared_and_come_back_separately():
@@ -194,6 +205,10 @@ def _set(path, value):
             "claims.uid-a.migEnabledCards: expected a list of str",
         ),
         (
+            _set(["claims", "uid-b", "migDisabledCards"], "0000:31:00.0"),
+            "claims.uid-b.migDisabledCards: expected a list of str",
+        ),
+        (
             _set(["claims", "uid-a", "cdiDeviceIDs", MIG_PLAN.device], "x"),
             f"claims.uid-a.cdiDeviceIDs.{MIG_PLAN.device}: expected a list of strings",
         ),
@@ -213,6 +228,8 @@ def test_entry_helpers_return_copies():
     assert with_mig.with_mig(record).mig == (record,)  # re-recording after a retry does not double
     assert with_mig.without_mig(record.key).mig == ()
     assert entry.with_mig_enabled(CARD).with_mig_enabled(CARD).mig_enabled_cards == (CARD,)
+    assert entry.with_mig_disabled(CARD).with_mig_disabled(CARD).mig_disabled_cards == (CARD,)
+    assert entry.mig_disabled_cards == ()
     moved = entry.with_state("PrepareCompleted", "2026-11-21T12:00:01Z")
     assert (moved.state, moved.updated, entry.state) == (
         "PrepareCompleted",

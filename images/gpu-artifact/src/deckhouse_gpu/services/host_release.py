@@ -4,6 +4,7 @@ each one, so a crash in the middle resumes where it stopped."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -11,7 +12,7 @@ from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
-from deckhouse_gpu.ports.mig import MigControl
+from deckhouse_gpu.ports.mig import MigControl, MigError
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,8 @@ def release(
     entry: ClaimEntry, checkpoint: Checkpoint, mig: MigControl, cdi: ClaimCDI, save: Save
 ) -> Checkpoint:
     """Destroys the claim's MIG instances, switches MIG off where the claim switched it on and
-    nothing else uses it, deletes the claim's CDI spec and drops the entry."""
+    nothing else uses it, switches it on again where an unfinished prepare switched it off,
+    deletes the claim's CDI spec and drops the entry."""
     current = entry
     for record in entry.mig:
         mig.destroy_instance(record.card, record.gpu_instance_id, record.compute_instance_id)
@@ -33,6 +35,13 @@ def release(
         _destroy_unrecorded(entry, checkpoint, mig)
     for card in entry.mig_enabled_cards:
         checkpoint = _disable_or_hand_over(card, entry.uid, checkpoint, mig, save)
+    # MIG mode off is what a whole card needs and what a card offered whole starts from; MIG
+    # prepare switches it on when an instance is wanted. So a whole-card claim that was prepared
+    # leaves the card off for the next one, while a prepare that never finished (failed, or
+    # crashed and rolled back) gives the card back the mode it found (DESIGN.md D9).
+    if entry.state == "PrepareStarted":
+        for card in entry.mig_disabled_cards:
+            _enable_again(card, entry.uid, checkpoint, mig)
     cdi.delete_claim(entry.uid)
     checkpoint = checkpoint.without(entry.uid)
     save(checkpoint)
@@ -85,3 +94,30 @@ def _disable_or_hand_over(
     mig.set_mig_mode(card, False)
     log.info("MIG mode switched off again: the last instance on the card is gone", extra={"card": card})
     return checkpoint
+
+
+def _enable_again(card: str, uid: str, checkpoint: Checkpoint, mig: MigControl) -> None:
+    """Switches MIG mode on again on a card an unfinished prepare switched off for a whole card.
+    Best effort: off is a mode the card can serve in, and a claim's retry must not fail on it."""
+    if any(
+        other.uid != uid and any(d.card == card for d in other.devices)
+        for other in checkpoint.claims.values()
+    ):
+        return  # another claim (a share of the card) uses it as it is now
+    if mig.mig_enabled(card):
+        return  # the switch was never made or waits for a reset: nothing to give back
+    if mig.card_busy(card):
+        log.warning("MIG mode stays off: processes run on the card", extra={"card": card})
+        return
+    try:
+        mig.set_mig_mode(card, True)
+    except MigError as error:
+        log.warning(
+            "MIG mode stays off: it cannot be switched on again", extra={"card": card, "error": str(error)}
+        )
+        with contextlib.suppress(MigError):
+            mig.set_mig_mode(card, False)  # cancels a switch left pending until the next reset
+        return
+    log.info(
+        "MIG mode switched on again: the prepare that switched it off was rolled back", extra={"card": card}
+    )

@@ -3,10 +3,12 @@
 Two-phase (DESIGN.md D9): an entry is written ``PrepareStarted`` before the host is touched
 and ``PrepareCompleted`` after, so a crash in between leaves a record of what may be half done.
 MIG records are added one at a time as the instances are created, so a rollback knows exactly
-what to destroy. The file carries the node's boot ID: nothing a prepare makes survives a reboot
-(MIG instances go with the driver, CDI specs under /var/run with the tmpfs), so entries from
-another boot are not prepared any more and are handed back separately for the leftovers that do
-survive (a CDI spec under /etc/cdi). Pure: bytes in, bytes out; timestamps come from the caller.
+what to destroy; a switch of a card's MIG mode, either way, is recorded before it is made, so a
+rollback knows which mode to give back. The file carries the node's boot ID: MIG instances go
+with the driver at a reboot and CDI specs under /var/run with the tmpfs, so entries from another
+boot are not prepared any more and are handed back separately for the leftovers that do survive
+(a CDI spec under /etc/cdi, a card's MIG mode). Pure: bytes in, bytes out; timestamps come from
+the caller.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class ClaimEntry:
     devices: tuple[DevicePlan, ...]
     mig: tuple[MigRecord, ...] = ()
     mig_enabled_cards: tuple[str, ...] = ()  # cards this claim switched to MIG mode
+    mig_disabled_cards: tuple[str, ...] = ()  # cards in MIG mode this claim switched off (whole cards)
     cdi_device_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)  # device -> CDI ids
     updated: str = ""  # RFC 3339, for people reading the file
 
@@ -66,6 +69,11 @@ class ClaimEntry:
         if card in self.mig_enabled_cards:
             return self
         return replace(self, mig_enabled_cards=(*self.mig_enabled_cards, card))
+
+    def with_mig_disabled(self, card: str) -> ClaimEntry:
+        if card in self.mig_disabled_cards:
+            return self
+        return replace(self, mig_disabled_cards=(*self.mig_disabled_cards, card))
 
 
 @dataclass(frozen=True)
@@ -173,6 +181,7 @@ def _entry_json(entry: ClaimEntry) -> dict[str, Any]:
         "devices": [_flat_json(device, _DEVICE_FIELDS) for device in entry.devices],
         "mig": [_flat_json(record, _MIG_FIELDS) for record in entry.mig],
         "migEnabledCards": list(entry.mig_enabled_cards),
+        "migDisabledCards": list(entry.mig_disabled_cards),
         "cdiDeviceIDs": {device: list(ids) for device, ids in entry.cdi_device_ids.items()},
         "updated": entry.updated,
     }
@@ -236,6 +245,8 @@ def _entry(raw: Any, path: str) -> ClaimEntry:
             MigRecord(**_flat_values(item, f"{path}.mig[{i}]", _MIG_FIELDS)) for i, item in enumerate(mig)
         ),
         mig_enabled_cards=_strings(obj.get("migEnabledCards") or [], f"{path}.migEnabledCards"),
+        # Added after version 1 was first written: a file without it switched no card off.
+        mig_disabled_cards=_strings(obj.get("migDisabledCards") or [], f"{path}.migDisabledCards"),
         cdi_device_ids={
             device: _strings(ids, f"{path}.cdiDeviceIDs.{device}") for device, ids in cdi.items()
         },

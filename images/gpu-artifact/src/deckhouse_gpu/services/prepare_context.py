@@ -1,0 +1,83 @@
+"""What the prepare steps share: the claim's context, the step protocol and the runner.
+
+The runner runs the steps in order; when one fails it undoes the finished ones in reverse. A
+crash (no undo runs) leaves a ``PrepareStarted`` entry whose records let the next call roll
+everything back (services/host_release.py), because every host change is saved as it happens
+(DESIGN.md D9). The steps are in services/prepare_steps.py and services/prepare_mig_steps.py.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
+from deckhouse_gpu.domain.prepare.plan import DevicePlan
+from deckhouse_gpu.ports.claim_cdi import ClaimCDI
+from deckhouse_gpu.ports.dra_plugin import ClaimRef
+from deckhouse_gpu.ports.mig import MigControl
+
+log = logging.getLogger(__name__)
+
+
+class PrepareError(Exception):
+    """What the kubelet shows on the Pod: what failed and what to do."""
+
+
+@dataclass
+class PrepareContext:
+    claim: ClaimRef
+    checkpoint: Checkpoint
+    save: Callable[[Checkpoint], None]
+    mig: MigControl
+    cdi: ClaimCDI
+    now: str
+    claim_object: dict[str, Any] | None = None  # the ResourceClaim as read from the API
+    cards: list[dict[str, Any]] = field(default_factory=list)  # this node's PhysicalGPUs
+    pool: str = ""
+    plans: tuple[DevicePlan, ...] = ()
+    entry: ClaimEntry | None = None
+    done: bool = False  # a step found the claim already prepared: the rest is skipped
+
+    def store(self, entry: ClaimEntry) -> None:
+        self.entry = entry
+        self.checkpoint = self.checkpoint.with_entry(entry)
+        self.save(self.checkpoint)
+
+
+class Step(Protocol):
+    name: str
+
+    def run(self, ctx: PrepareContext) -> None: ...
+
+    def undo(self, ctx: PrepareContext) -> None: ...
+
+
+def run_steps(
+    steps: tuple[Step, ...], ctx: PrepareContext, after: Callable[[str], None] | None = None
+) -> None:
+    """Runs ``steps``; on a failure undoes the failed step (it may have done part of its work) and
+    the finished ones, in reverse, and re-raises.
+
+    ``after`` is called at every step boundary (metrics, and the crash tests' kill point).
+    """
+    finished: list[Step] = []
+    for step in steps:
+        if ctx.done:
+            return
+        try:
+            step.run(ctx)
+        except Exception:
+            for done in reversed([*finished, step]):
+                try:
+                    done.undo(ctx)
+                except Exception:
+                    log.exception(
+                        "undo failed; the next call rolls back from the checkpoint", extra={"step": done.name}
+                    )
+            raise
+        finished.append(step)
+        if after is not None:
+            after(step.name)
