@@ -13,6 +13,8 @@ from deckhouse_gpu.domain.cel import (
     SelectorEngine,
     SelectorError,
 )
+from deckhouse_gpu.domain.cel.engine import compile_value
+from deckhouse_gpu.domain.cel.values import Uint
 from tests.domain.cel.sample_device import ENGINE, A, C, evaluate
 
 # --- compile-time errors ----------------------------------------------------------------------------
@@ -63,6 +65,9 @@ COMPILE_ERRORS = [
     ("9223372036854775808 > 0", "invalid int literal"),
     ("18446744073709551616u > 0u", "invalid uint literal"),
     ("{1.5: 1}.size() == 1", "unsupported map key type: double"),
+    ("1. == 1.0", "invalid double literal 1.: a digit must follow the point"),  # cel-go: a syntax error
+    ("2.e3 == 2000.0", "invalid double literal 2.e3"),
+    ("42.size() == 2", "syntax error at line 1, column 4"),  # cel-go: no size() of an int
 ]
 
 
@@ -163,3 +168,34 @@ def test_deep_nesting() -> None:
     assert evaluate("!" * 200 + "true") is True
     with pytest.raises(SelectorError, match="compilation failed: the expression is nested too deeply"):
         ENGINE.compile("!" * 3000 + "true")
+
+
+# --- expressions that are not selectors (compile_value) ---------------------------------------------
+
+
+def test_compile_value_yields_the_value_of_any_type() -> None:
+    assert compile_value("1 + 2").evaluate() == 3
+    assert type(compile_value("1u + 2u").evaluate()) is Uint
+    assert compile_value("[1, 2].map(x, x * 2)").evaluate() == [2, 4]
+    assert compile_value("{'a': 1}").evaluate() == {"a": 1}
+    assert compile_value("'a' < 'b'").evaluate() is True
+
+
+def test_compile_value_binds_declared_variables_of_type_dyn() -> None:
+    compiled = compile_value("x.name + y", ["x", "y"])
+    assert compiled.variables == {"x", "y"}
+    assert compiled.evaluate({"x": {"name": 1}, "y": 2}) == 3
+    assert compiled.evaluate({"x": {"name": "a"}, "y": "b"}) == "ab"
+    with pytest.raises(SelectorError, match="no value bound to y"):
+        compiled.evaluate({"x": {"name": 1}})
+    with pytest.raises(SelectorError, match=r"no such overload: _\+_\(int, string\)"):
+        compiled.evaluate({"x": {"name": 1}, "y": "b"})
+
+
+def test_compile_value_has_no_device_and_the_selectors_limits() -> None:
+    with pytest.raises(SelectorError, match="undeclared reference to 'device'"):
+        compile_value("device.driver")
+    with pytest.raises(SelectorError, match="syntax error"):
+        compile_value("1 +")
+    with pytest.raises(SelectorError, match="operation cancelled: actual cost limit exceeded"):
+        compile_value(_nested_maps(5)).evaluate()

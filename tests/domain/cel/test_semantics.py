@@ -22,9 +22,17 @@ TRUE_EXPRESSIONS = [
     "1.0 / 2.0 == 0.5 && -(-2) == 2 && -(1.5) == -1.5",
     # comparison: cross-type numbers, strings, bytes, bools
     "1 < 1.5 && 2u > 1 && 1.0 <= 1 && 1 == 1.0 && 1 == 1u",
+    # an int or uint against a double: the sign beyond the integer range, else a rounding conversion
+    # to double (cel-go's compareDoubleInt), so 2^63 - 1 equals 2^63 and 2^53 + 1 equals 2^53
+    "dyn(9223372036854775807) == 9223372036854775808.0"
+    " && !(dyn(9223372036854775807) < 9223372036854775808.0)",
+    "9007199254740993 == dyn(9007199254740992.0) && dyn(1) < 1e300 && dyn(-1) > -1e300 && dyn(0u) > -0.5",
+    "dyn(18446744073709551615u) == 18446744073709551616.0 && 9223372036854775807 < 9223372036854775808u",
+    "!(0.0 / 0.0 == 0.0 / 0.0) && !(dyn(1) == 0.0 / 0.0) && dyn(0.0 / 0.0) != 1u",
     "'a' < 'b' && 'abc' >= 'abb' && b'a' < b'b' && false < true",
     # strings, bytes, lists
     "'ab' + 'c' == 'abc' && b'a' + b'b' == b'ab' && [1, 2] + [3] == [1, 2, 3]",
+    "[] + [3, 4] == [3, 4] && [1, 2] + [] == [1, 2] && {'a': []}['a'] + [1] == [1]",
     "size('héllo') == 5 && 'héllo'.size() == 5 && size(b'\\xff') == 1 && size([1, 2]) == 2",
     "size({'a': 1}) == 1 && 'ell' in ['hello', 'ell'] && !('x' in ['y'])",
     "'hello'.contains('ell') && 'hello'.startsWith('he') && 'hello'.endsWith('lo')",
@@ -150,6 +158,9 @@ RUNTIME_ERRORS = [
     ("'abc'.substring(2, 1) == ''", r"substring out of range: \[2:1\]"),
     ("[].min() == 0", "min called on an empty list"),
     ("['a', 1].isSorted()", r"no such overload: _<_\(int, string\)"),
+    ("0.0 / 0.0 < 1.0", "NaN values cannot be ordered"),
+    ("dyn(1) >= 0.0 / 0.0", "NaN values cannot be ordered"),
+    ("[1.0, 0.0 / 0.0].isSorted()", "NaN values cannot be ordered"),
     ("size(1) == 1", r"no such overload: size\(int\)"),
     ("'a'.isInteger()", r"no such overload: isInteger\(string\)"),
     ("quantity('abc') == quantity('1')", "'abc' is not a Kubernetes quantity"),

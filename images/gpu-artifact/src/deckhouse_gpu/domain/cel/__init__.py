@@ -9,14 +9,18 @@ faster libraries measured (benchmarks/cel_engines.py) cannot model this environm
 CEL semantics implemented: literals (int, uint, double, string, bytes, bool, null, lists, maps);
 ``! - * / % + - < <= > >= == != in && || ?:`` with int64/uint64 overflow errors, truncating division,
 heterogeneous equality (``1 == 1.0``; a value of another type is unequal, but a Quantity or Semver
-on the left compared with another type is an error), cross-type numeric ordering; error absorption
+on the left compared with another type is an error), cross-type numeric ordering (an integer meets a
+double through cel-go's rounding conversion, ``operators``; NaN cannot be ordered); error absorption
 by ``&&``, ``||``, ``all`` and ``exists``; field selection, indexing, ``has()``; the macros
 ``all exists exists_one map filter`` (and two-variable ``all exists existsOne transformList
 transformMap``), ``cel.bind``; the functions ``size int uint double string bool bytes dyn type
 matches contains startsWith endsWith``; Kubernetes' strings, regex, lists, sets, Quantity and Semver
 libraries (``strings_library``, ``lists_library``, ``kubernetes_library``). The result must be a
 bool, otherwise an error; every error fails the evaluation. Type checking is partial
-(``typecheck``) and the runtime cost is modelled on cel-go's (``costs``).
+(``typecheck``: it does not refuse list and map literals of mixed element types, which Kubernetes'
+homogeneous-literal check does) and the runtime cost is modelled on cel-go's (``costs``). The CEL
+specification's conformance cases run through ``engine.compile_value``
+(tests/domain/cel/test_conformance.py).
 
 Not implemented, so refused at compile time rather than evaluated differently: timestamps and
 durations, optional types (``?.``, ``optional.of``), the URL, IP, CIDR, format and authz libraries,

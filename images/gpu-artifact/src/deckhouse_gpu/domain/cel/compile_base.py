@@ -7,6 +7,7 @@ Nesting: parentheses and chains of ``||`` / ``&&`` cost no depth; about 450 nest
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 import lark
@@ -21,6 +22,26 @@ from deckhouse_gpu.domain.cel.typecheck import (
     no_matching,
     type_kind,
     type_text,
+)
+
+# The names in cel-python's grammar (celpy/cel.lark, pinned by requirements) that the compilers rely
+# on: rules (``tree.data``, dispatched on or read by position) and terminals (``token.type``).
+# tests/domain/cel/test_grammar.py holds the installed grammar to them, so that an upgrade that
+# renames one fails there first.
+GRAMMAR_RULES: Final = frozenset(
+    {
+        *("expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication"),
+        *("relation_lt", "relation_le", "relation_gt", "relation_ge", "relation_eq", "relation_ne"),
+        *("relation_in", "addition_add", "addition_sub"),
+        *("multiplication_mul", "multiplication_div", "multiplication_mod", "unary", "unary_not"),
+        *("unary_neg", "member", "member_dot", "member_dot_arg", "member_index", "member_object"),
+        *("primary", "literal", "dot_ident_arg", "dot_ident", "ident_arg", "ident", "paren_expr"),
+        *("list_lit", "map_lit", "exprlist", "mapinits"),
+    }
+)
+GRAMMAR_TERMINALS: Final = frozenset(
+    {"INT_LIT", "UINT_LIT", "FLOAT_LIT", "STRING_LIT", "MLSTRING_LIT", "BYTES_LIT", "BOOL_LIT", "NULL_LIT"}
+    | {"IDENT"}
 )
 
 _WRAPPERS: Final = frozenset(
@@ -53,9 +74,11 @@ def expression_list(tree: lark.Tree[Any], index: int) -> list[Any]:
 class CompilerBase:
     """The state of one compilation; the visitors are in the subclasses that :class:`Compiler` joins."""
 
-    def __init__(self, consumable_capacity: bool) -> None:
+    def __init__(self, consumable_capacity: bool, variables: Iterable[str] = (), device: bool = True) -> None:
         self.device_fields = set(DEVICE_FIELDS) | ({CONSUMABLE_FIELD} if consumable_capacity else set())
-        self.scope: list[tuple[str, StaticType]] = []  # comprehension and bind variables, innermost last
+        self.declares_device = device  # False for a closed expression (engine.compile_value)
+        # Declared variables (of type dyn), then comprehension and bind variables, innermost last.
+        self.scope: list[tuple[str, StaticType]] = [(name, DYN) for name in variables]
         self.functions: set[str] = set()
         self.selected_fields: set[str] = set()
         self.binds_variables = False
@@ -102,4 +125,4 @@ class CompilerBase:
         self.selected_fields.add(name)
 
     def _is_device(self, tree: Any) -> bool:
-        return ident_name(tree) == "device" and self._local("device") is None
+        return self.declares_device and ident_name(tree) == "device" and self._local("device") is None

@@ -95,7 +95,7 @@ class MemberCompiler(CompilerBase):
 
     def _variable(self, name: str, local: bool) -> Node:
         static = self._local(name) if local else None
-        if static is not None or name == "device":
+        if static is not None or (name == "device" and self.declares_device):
 
             def variable(fr: Frame) -> Any:
                 fr.cost += 1

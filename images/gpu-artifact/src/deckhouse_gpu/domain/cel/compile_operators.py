@@ -4,6 +4,7 @@ relations ``== != < <= > >= in``, arithmetic and the unary ``!`` and ``-``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import ge, gt, le, lt
 from typing import Any, Final
 
 import lark
@@ -14,11 +15,11 @@ from deckhouse_gpu.domain.cel.errors import EvalError
 from deckhouse_gpu.domain.cel.nodes import Fn, Frame, Node, typed
 from deckhouse_gpu.domain.cel.operators import (
     add_values,
+    compare,
     divide,
     int64,
     modulo,
     multiply,
-    ordered,
     subtract,
     values_equal,
 )
@@ -31,8 +32,9 @@ from deckhouse_gpu.domain.cel.typecheck import (
     compatible,
     no_matching,
     type_kind,
+    unify,
 )
-from deckhouse_gpu.domain.cel.values import no_overload
+from deckhouse_gpu.domain.cel.values import Uint, no_overload
 
 _OPERATOR_NAMES: Final = {
     "relation_eq": "_==_",
@@ -113,11 +115,12 @@ class OperatorCompiler(CompilerBase):
         operator_tree, right_tree = tree.children
         operator = str(operator_tree.data)
         left, right = self.compile(operator_tree.children[0]), self.compile(right_tree)
-        static = left.type if left.type == right.type else DYN
+        shared = unify(left.type, right.type)
         if DYN not in (left.type, right.type) and (
-            static == DYN or type_kind(static) not in ARITHMETIC_TYPES[operator]
+            shared is None or type_kind(shared) not in ARITHMETIC_TYPES[operator]
         ):
             raise no_matching(_OPERATOR_NAMES[operator], left.type, right.type)
+        static = DYN if shared is None else shared
         a_fn, b_fn = left.fn, right.fn
         if operator == "addition_add":
 
@@ -223,22 +226,27 @@ def _relation_node(operator: str, left: Node, right: Node) -> Node:
         return Node(equals)
     if operator == "relation_in":
         return _membership(left, right)
-    compare, name = _ORDERING[operator]
+    exact, test, name = _ORDERING[operator]
 
     def ordering(fr: Frame) -> Any:
         a, b = a_fn(fr), b_fn(fr)
         fr.cost += compare_cost(a, b)
-        ordered(name, a, b)
-        return compare(a, b)
+        kind = type(a)
+        if kind is type(b) and kind in _EXACT:  # the common case, compared directly
+            return exact(a, b)
+        return test(compare(name, a, b))
 
     return Node(ordering)
 
 
-_ORDERING: Final[dict[str, tuple[Callable[[Any, Any], bool], str]]] = {
-    "relation_lt": (lambda a, b: a < b, "_<_"),
-    "relation_le": (lambda a, b: a <= b, "_<=_"),
-    "relation_gt": (lambda a, b: a > b, "_>_"),
-    "relation_ge": (lambda a, b: a >= b, "_>=_"),
+# Types whose values of one type Python orders as CEL does (no NaN, no conversion).
+_EXACT: Final = frozenset({int, Uint, str, bytes, bool})
+# Per ordering operator: Python's operator, the test of ``compare``'s -1, 0 or 1, the CEL name.
+_ORDERING: Final[dict[str, tuple[Callable[[Any, Any], bool], Callable[[int], bool], str]]] = {
+    "relation_lt": (lt, lambda c: c < 0, "_<_"),
+    "relation_le": (le, lambda c: c <= 0, "_<=_"),
+    "relation_gt": (gt, lambda c: c > 0, "_>_"),
+    "relation_ge": (ge, lambda c: c >= 0, "_>=_"),
 }
 
 

@@ -4,6 +4,8 @@ pure functions on constants, such as ``quantity("10Gi")``, are folded at compile
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import lark
 from celpy.celparser import CELParseError, CELParser
 
@@ -19,8 +21,11 @@ class Compiler(OperatorCompiler, MemberCompiler, CallCompiler):
     """Compiles one parse tree; records the functions called and the ``device`` fields selected."""
 
 
-def compile_expression(expression: str, consumable_capacity: bool) -> tuple[Node, Compiler]:
-    """The root node of ``expression`` and the compiler that built it; SelectorError if it fails."""
+def compile_tree(
+    expression: str, consumable_capacity: bool, variables: Iterable[str] = (), device: bool = True
+) -> tuple[Node, Compiler]:
+    """The root node of ``expression``, of any type, and the compiler that built it; SelectorError if
+    it fails. ``variables`` are declared with type dyn; ``device`` declares the ``device`` variable."""
     try:
         tree = CELParser().parse(expression)
     except CELParseError as error:
@@ -28,13 +33,20 @@ def compile_expression(expression: str, consumable_capacity: bool) -> tuple[Node
         raise selector_error(expression, f"syntax error at {where}") from None
     except lark.exceptions.LarkError as error:
         raise selector_error(expression, f"syntax error: {type(error).__name__}") from None
-    compiler = Compiler(consumable_capacity)
+    compiler = Compiler(consumable_capacity, variables, device)
     try:
         root = compiler.compile(tree)
     except CompileError as error:
         raise selector_error(expression, f"compilation failed: {error}") from None
     except RecursionError:
         raise selector_error(expression, "compilation failed: the expression is nested too deeply") from None
+    return root, compiler
+
+
+def compile_expression(expression: str, consumable_capacity: bool) -> tuple[Node, Compiler]:
+    """The root node of the selector ``expression`` and the compiler that built it; SelectorError if
+    it fails or its type is known and not bool."""
+    root, compiler = compile_tree(expression, consumable_capacity)
     if root.type not in (DYN, "bool"):
         raise selector_error(
             expression, f"compilation failed: must evaluate to bool, not {type_text(root.type)}"

@@ -3,14 +3,19 @@ cache, shared by threads) into a :class:`CompiledSelector`, which evaluates it f
 
 An evaluation fails, with :class:`SelectorError`, on any CEL error, on a cost beyond
 :data:`MAX_COST` and on a result that is not a bool, as the scheduler's does.
+
+:func:`compile_value` compiles an expression that is not a selector, closed or over variables of
+its own, into a :class:`CompiledExpression` that yields the CEL value; the conformance tests
+(tests/domain/cel/test_conformance.py) run the CEL specification's cases through it.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Final
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
 
-from deckhouse_gpu.domain.cel.compiler import compile_expression
+from deckhouse_gpu.domain.cel.compiler import compile_expression, compile_tree
 from deckhouse_gpu.domain.cel.device_view import DeviceView
 from deckhouse_gpu.domain.cel.errors import (
     CostExceeded,
@@ -46,25 +51,7 @@ class CompiledSelector:
         if device._error is not None:
             raise selector_error(self.expression, f"device {device.name!r}: {device._error}")
         variables = dict(device._variables) if self._private_scope else device._variables
-        frame = Frame(variables, MAX_COST)
-        try:
-            result = self._fn(frame)
-        except EvalError as error:
-            raise selector_error(self.expression, f"device {device.name!r}: {error}") from None
-        except CostExceeded:
-            raise selector_error(
-                self.expression, f"device {device.name!r}: operation cancelled: actual cost limit exceeded"
-            ) from None
-        except RecursionError:
-            raise selector_error(self.expression, "expression nested too deeply to evaluate") from None
-        except (ArithmeticError, LookupError, TypeError, ValueError) as error:  # not foreseen here
-            raise selector_error(
-                self.expression, f"device {device.name!r}: evaluation failed: {type(error).__name__}: {error}"
-            ) from error
-        if frame.cost > MAX_COST:
-            raise selector_error(
-                self.expression, f"device {device.name!r}: operation cancelled: actual cost limit exceeded"
-            )
+        result = _run(self.expression, self._fn, variables, device.name)
         if type(result) is not bool:
             raise selector_error(
                 self.expression, f"device {device.name!r}: the result is {type_name(result)}, not bool"
@@ -73,6 +60,64 @@ class CompiledSelector:
 
     def __repr__(self) -> str:
         return f"CompiledSelector({shown(self.expression)!r})"
+
+
+def _run(expression: str, fn: Fn, variables: dict[str, Any], device: str | None) -> Any:
+    """The value of a compiled expression; SelectorError on a CEL error or the cost limit, naming
+    the device evaluated for, if any."""
+    frame = Frame(variables, MAX_COST)
+    try:
+        result = fn(frame)
+    except EvalError as error:
+        raise selector_error(expression, f"{_for(device)}{error}") from None
+    except CostExceeded:
+        raise selector_error(expression, f"{_for(device)}{_COST_EXCEEDED}") from None
+    except RecursionError:
+        raise selector_error(expression, "expression nested too deeply to evaluate") from None
+    except (ArithmeticError, LookupError, TypeError, ValueError) as error:  # not foreseen here
+        raise selector_error(
+            expression, f"{_for(device)}evaluation failed: {type(error).__name__}: {error}"
+        ) from error
+    if frame.cost > MAX_COST:
+        raise selector_error(expression, f"{_for(device)}{_COST_EXCEEDED}")
+    return result
+
+
+_COST_EXCEEDED: Final = "operation cancelled: actual cost limit exceeded"
+
+
+def _for(device: str | None) -> str:
+    return "" if device is None else f"device {device!r}: "
+
+
+class CompiledExpression:
+    """An expression compiled by :func:`compile_value`: :meth:`evaluate` yields its CEL value (int,
+    :class:`~deckhouse_gpu.domain.cel.values.Uint`, float, str, bytes, bool, None, list, dict, ...)."""
+
+    __slots__ = ("_fn", "expression", "variables")
+
+    def __init__(self, expression: str, fn: Fn, variables: frozenset[str]) -> None:
+        self.expression = expression
+        self._fn = fn
+        self.variables = variables
+
+    def evaluate(self, bindings: Mapping[str, Any] | None = None) -> Any:
+        """The value with ``bindings`` (CEL runtime values, by declared name); SelectorError on any
+        evaluation error, as :meth:`CompiledSelector.matches` raises it."""
+        variables = dict(bindings or {})
+        missing = self.variables - variables.keys()
+        if missing:
+            raise selector_error(self.expression, f"no value bound to {', '.join(sorted(missing))}")
+        return _run(self.expression, self._fn, variables, None)
+
+
+def compile_value(expression: str, variables: Iterable[str] = ()) -> CompiledExpression:
+    """``expression`` compiled with the DRA environment's functions and the declared ``variables``
+    (of type dyn) but without ``device``; its result may have any type. SelectorError if it does
+    not compile. Not cached: for tests and tools, not the allocator's hot path."""
+    names = frozenset(variables)
+    root, _ = compile_tree(expression, consumable_capacity=True, variables=sorted(names), device=False)
+    return CompiledExpression(expression, root.fn, names)
 
 
 class SelectorEngine:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deckhouse_gpu.domain.cel.errors import EvalError
-from deckhouse_gpu.domain.cel.operators import add_values, nested_equal, ordered
+from deckhouse_gpu.domain.cel.operators import add_values, compare, nested_equal
 from deckhouse_gpu.domain.cel.values import no_overload, require_types
 
 
@@ -19,8 +19,7 @@ def _list(function: str, value: Any) -> list[Any]:
 
 
 def less(left: Any, right: Any) -> bool:
-    ordered("_<_", left, right)
-    return bool(left < right)
+    return compare("_<_", left, right) < 0
 
 
 def is_sorted(items: Any) -> bool:

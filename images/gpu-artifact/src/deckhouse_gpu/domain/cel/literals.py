@@ -1,5 +1,6 @@
-"""CEL literals as cel-go reads them: int (decimal or ``0x``) and uint within range, double, bool,
-null, and strings and bytes with ``r``/``b`` prefixes, single or triple quotes and escapes."""
+"""CEL literals as cel-go reads them: int (decimal or ``0x``) and uint within range, double (with a
+digit after the point), bool, null, and strings and bytes with ``r``/``b`` prefixes, single or
+triple quotes and escapes."""
 
 from __future__ import annotations
 
@@ -71,6 +72,10 @@ def literal_value(token: lark.Token) -> Any:
             raise CompileError(f"invalid uint literal {text}")
         return Uint(value)
     if kind == "FLOAT_LIT":
+        # cel-python's FLOAT_LIT also takes a point with no digit after it ("1.", "1.e3"), which
+        # cel-go's NUM_FLOAT (google/cel-go parser/gen/CEL.g4: DIGIT+ '.' DIGIT+) does not.
+        if text.lower().split("e")[0].endswith("."):
+            raise CompileError(f"invalid double literal {text}: a digit must follow the point")
         return float(text)
     if kind in ("STRING_LIT", "MLSTRING_LIT", "BYTES_LIT"):
         return _string_literal(text)

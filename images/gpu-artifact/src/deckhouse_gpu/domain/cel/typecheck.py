@@ -101,6 +101,24 @@ def compatible(left: StaticType, right: StaticType) -> bool:
     return False
 
 
+def unify(left: StaticType, right: StaticType) -> StaticType | None:
+    """The type both operands of ``+`` and the other arithmetic operators share, dyn standing for
+    any type (``list(dyn)`` and ``list(int)`` give ``list(dyn)``); None where they share none."""
+    if left == right:
+        return left
+    if DYN in (left, right):
+        return DYN
+    if (
+        isinstance(left, tuple)
+        and isinstance(right, tuple)
+        and len(left) == len(right)
+        and left[0] == right[0]
+    ):
+        params = [unify(a, b) for a, b in zip(left[1:], right[1:], strict=True)]
+        return None if None in params else (left[0], *cast(list[StaticType], params))
+    return None
+
+
 def element_type(container: StaticType) -> StaticType:
     """What indexing a list or map yields; a comprehension's variable over it."""
     if isinstance(container, tuple):
