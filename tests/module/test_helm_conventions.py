@@ -196,7 +196,10 @@ def test_deployments_have_a_matching_pdb_and_every_workload_a_vpa(rendered: Rend
             "InPlaceOrRecreate",
         )
         policies = {p["containerName"]: p for p in vpa["spec"]["resourcePolicy"]["containerPolicies"]}
-        assert set(policies) == {c["name"] for c in containers(workload)}, workload["metadata"]["name"]
+        # Regular containers only: dmt compares policies with them, and the init container runs once.
+        assert set(policies) == {c["name"] for c in containers(workload, init=False)}, workload["metadata"][
+            "name"
+        ]
     assert len(scaled) == len(rendered.workloads())
 
 
