@@ -29,6 +29,7 @@ from deckhouse_gpu.domain.allocation.node_bound_claims import (
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_CLAIMS, RESOURCE_SLICES, KubeAPI, Object
+from deckhouse_gpu.services.cache_views import node_labels_view, pod_claims_view
 from deckhouse_gpu.services.claim_allocation import (
     ALLOCATED,
     FAILED,
@@ -67,24 +68,6 @@ class AllocationObserver(Protocol):
     def observe_allocated(self, claim: Object) -> None: ...
 
 
-def _pod_claims_view(pod: Object) -> Object:
-    """Pods are many and big; the cache keeps only what allocation and events need."""
-    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-    kept = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {k: meta[k] for k in kept if k in meta},
-        "spec": {k: spec[k] for k in ("nodeName", "resourceClaims") if k in spec},
-        "status": {k: status[k] for k in ("phase", "resourceClaimStatuses") if k in status},
-    }
-
-
-def _node_labels(node: Object) -> Object:
-    meta = node.get("metadata") or {}
-    return {"metadata": {k: meta[k] for k in ("name", "labels", "resourceVersion") if k in meta}}
-
-
 @dataclass
 class AuditReport:
     violations: list[Violation] = field(default_factory=list)
@@ -113,13 +96,13 @@ class DraController(RuntimeProbes):
         timeout = settings.watch_timeout_seconds
         self.claims = Informer(api, RESOURCE_CLAIMS, self._on_claim, watch_timeout_seconds=timeout)
         self.pods = Informer(
-            api, PODS, self._on_pod, transform=_pod_claims_view, watch_timeout_seconds=timeout
+            api, PODS, self._on_pod, transform=pod_claims_view, watch_timeout_seconds=timeout
         )
         self.slices = Informer(api, RESOURCE_SLICES, self._on_slice, watch_timeout_seconds=timeout)
         # Classes are read at every allocation: their changes need no reaction.
         self.classes = Informer(api, DEVICE_CLASSES, lambda _o, _n: None, watch_timeout_seconds=timeout)
         self.nodes = Informer(
-            api, NODES, lambda _o, _n: None, transform=_node_labels, watch_timeout_seconds=timeout
+            api, NODES, lambda _o, _n: None, transform=node_labels_view, watch_timeout_seconds=timeout
         )
         # One parse of the slices serves the allocation and the audit (and their device caches).
         self.inventory = InventoryBuilder()

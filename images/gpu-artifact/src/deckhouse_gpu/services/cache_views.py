@@ -1,0 +1,24 @@
+"""What gpu-dra-controller's informers keep of Pods and Nodes: only the fields allocation, events
+and node selection read, because a cluster's Pods are many and big."""
+
+from __future__ import annotations
+
+from deckhouse_gpu.ports.kube import Object
+
+
+def pod_claims_view(pod: Object) -> Object:
+    """Pods are many and big; the cache keeps only what allocation and events need."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    kept = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {k: meta[k] for k in kept if k in meta},
+        "spec": {k: spec[k] for k in ("nodeName", "resourceClaims") if k in spec},
+        "status": {k: status[k] for k in ("phase", "resourceClaimStatuses") if k in status},
+    }
+
+
+def node_labels_view(node: Object) -> Object:
+    meta = node.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "labels", "resourceVersion") if k in meta}}
