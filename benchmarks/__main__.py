@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """`make bench`: figures for the node components, printed, never asserted."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The structured allocator on a cluster snapshot: 500 nodes with 8 H100 cards each.
 
 All offers are published (1.35 layout: per card a Physical offer and 25 MIG offers on counters;

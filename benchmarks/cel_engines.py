@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """CEL engines for DRA device selectors: compile time and time per evaluation, p50.
 
 Five typical selectors run over the 208 devices of 8 H100 cards (Physical + 25 MIG offers each).

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Shared pieces of the benchmarks: the HGX-like node, timing, and running a component process."""
 
 from __future__ import annotations

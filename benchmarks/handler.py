@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler: one full NVML snapshot of an 8-GPU node (simulated NVML) and the process's memory."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Runs a component the way it runs in a pod: in-cluster config, https, a service-account token.
 
 Only the token and CA file paths are redirected (a pod has them under /var/run/secrets); the

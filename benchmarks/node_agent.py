@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-node-agent: scan time, pass time and process memory (targets: scan < 20 ms, RSS < 40 MiB)."""
 
 from __future__ import annotations

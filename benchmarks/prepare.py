@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """NodePrepare/NodeUnprepare latency with the simulated NVML (target: Physical p50 < 10 ms).
 
 Measured on the real pipeline: node lock, checkpoint load and atomic saves with fsync, API reads

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """DRA publishing: render time for 8 and 16 H100 cards, slices and devices per node, API writes."""
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Fills internal.settings from the module's settings before every Helm render; see
 lib/settings.py for the rules."""
 

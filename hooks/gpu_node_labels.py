@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Keeps the node labels that place gpu-handler, DCGM, dcgm-exporter (gpu.deckhouse.io/driver-ready)
 and the driver validator (gpu.deckhouse.io/nvidia) on the GPU nodes, and takes them off when the
 module is deleted; see lib/gpu_node_labels.py for the rules and for why labels, not node lists."""

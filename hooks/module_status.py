@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Reports the module's status as metrics (cards by readiness and health, GPU nodes without
 gpu-handler, webhook certificate expiry); see lib/module_status.py."""
 

@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Fills internal.webhookCert with the gpu-dra-controller webhook certificate: kept from its
 Secret while usable, generated when missing or broken, renewed 30 days before it expires (the
 daily schedule notices that); see lib/webhook_cert.py."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A local HTTP fake of the Kubernetes API server, serving a ``MemoryKube`` over the real REST paths.
 
 It lets the tests run the real ``ClientKube`` (and so the real ``kubernetes`` client, urllib3 and

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What the fake API server needs besides HTTP: REST paths, query and body checks, Status objects.
 
 ``route`` turns a request path into the resource, namespace, name and subresource it names, as

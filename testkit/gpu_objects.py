@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """PhysicalGPU objects as the agent, the controller and the handler leave them, for offer tests."""
 
 from __future__ import annotations

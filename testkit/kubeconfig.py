@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A kubeconfig file pointing at a local fake API server."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A node ready for prepare calls: API objects, simulated NVML/MIG, a host tree, CDI and checkpoint files."""
 
 from __future__ import annotations

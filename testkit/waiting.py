@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Waiting for things in tests: a condition to hold, a free local port."""
 
 from __future__ import annotations

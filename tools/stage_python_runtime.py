@@ -1,4 +1,7 @@
 #!/usr/bin/env python3
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Stages a CPython interpreter, and the shared libraries it and its packages need, under one prefix.
 
 The module's images run on Deckhouse's ``base/distroless``, which brings the C library (glibc) but

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Which nodes run the node runtime: pure logic of the gpu_node_labels hook.
 
 The DaemonSets that run only on GPU nodes (gpu-handler, DCGM and dcgm-exporter, the driver

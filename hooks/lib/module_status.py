@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The module's own health as Prometheus metrics: pure logic of the module_status hook.
 
 Deckhouse shows a module's phase; what the module is doing for the cluster it reports itself.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Internal values derived from the module's settings: pure logic of the derive_settings hook.
 
 The templates read only these derived values, so every decision (high availability, log level,

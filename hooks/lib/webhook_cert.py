@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The TLS certificate of the gpu-dra-controller webhook: generated once, kept, renewed in time.
 
 The API server calls the webhook at ``gpu-dra-controller.d8-gpu.svc`` and trusts the CA that the

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What the tests of the webhook's HTTPS server (tests/adapters/test_admission_server*.py) share:
 certificates issued by a throwaway CA, written as the kubelet updates a Secret volume; the
 ``served`` fixture, a server on loopback that echoes each review; and calls to it over TLS.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What the tests of the kubelet plugin over real Unix sockets (tests/adapters/test_kubelet_grpc*.py)
 share: a scripted DRA service, the plugin's socket paths under a short temporary root, and the
 fixtures ``root``, ``kubelet`` (a fake kubelet that uses protoc's stubs) and ``plugins`` (stopped

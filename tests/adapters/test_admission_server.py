@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The webhook's HTTPS server over real TLS on loopback: AdmissionReviews in and out, probes, and
 bad bodies and failing reviews answered with an error. Certificates and connections are in
 test_admission_server_tls.py."""

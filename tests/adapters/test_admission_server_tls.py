@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The webhook's HTTPS server and its certificate: reloaded when the Secret's files change, kept
 when an update is broken, refused at start when it does not load; and clients that stall or fail
 the handshake, which must not stop the others."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """replace_file: the old or the new content, never a half-written file or a stray temporary."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The checkpoint file: atomic replacement, corrupt files moved aside, the boot ID from the host."""
 
 import json

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """ClientKube's verbs against a fake API server: the requests it sends and what it makes of the answers."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """ClientKube when things go wrong: HTTP statuses as typed errors, servers down or silent, no config."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """ClientKube.watch: live streams, the server's timeout, connection-close streams and expiry."""
 
 from __future__ import annotations

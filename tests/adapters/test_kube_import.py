@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The lean import of the kubernetes client: little is loaded, everything is still reachable."""
 
 import subprocess

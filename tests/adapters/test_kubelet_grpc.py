@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The kubelet plugin over real Unix sockets, driven by a fake kubelet that uses protoc's stubs:
 registration and its socket names, a rolling update of two plugin pods, stale and too long socket
 paths, and stopping. The DRA calls themselves are in test_kubelet_grpc_calls.py."""

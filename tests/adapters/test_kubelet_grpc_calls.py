@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The kubelet's DRA calls to the plugin over real Unix sockets, from a fake kubelet that uses
 protoc's stubs: prepare and unprepare in v1 and v1beta1, the service's failures and omissions as
 per-claim errors, retries, the kubelet's deadline, and the node lock on the kubelet's path."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The compiled kubelet protos against the wire format of DESIGN.md F6, byte for byte.
 
 The expected bytes are built by hand from field numbers and wire types, so a renumbered or retyped

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One reader for the objects every command takes from a file, in every shape they are printed."""
 
 from __future__ import annotations

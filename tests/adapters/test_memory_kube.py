@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """MemoryKube as a KubeAPI, and the aids it offers tests: injected failures, call counts."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """MemoryKube.create: server-filled fields, resource versions, names and rejected bodies."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """MemoryKube.delete: the UID precondition and garbage collection of dependents."""
 
 from __future__ import annotations

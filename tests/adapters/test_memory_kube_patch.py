@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """MemoryKube.patch: merge patches, generations, the status subresource and preconditions."""
 
 from __future__ import annotations

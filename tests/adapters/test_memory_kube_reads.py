@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """MemoryKube.get and MemoryKube.list: errors, copies, selectors and namespaces."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """pu.lock across processes (two handler pods during a rolling update) and across threads."""
 
 import os

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One card's snapshot through RealNVML: every field, NOT_SUPPORTED blanks, a lost card failing alone."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The per-model NVML data files: they load, and their MIG tables are geometrically possible.
 
 The consistency checks are there to catch typos in numbers copied from NVIDIA's tables: a

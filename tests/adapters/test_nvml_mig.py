@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """RealMig over the real nvidia-ml-py bindings and a stand-in libnvidia-ml.so (tests/support/fake_pynvml.py).
 
 The stand-in A30 answers the MIG calls with the driver's rules and return codes; what it cannot tell

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """MIG profiles through RealNVML: struct versions v3/v2/v1, names, sizes and placements."""
 
 from __future__ import annotations

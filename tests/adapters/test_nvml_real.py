@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """RealNVML itself: loading the library, initialising once, device addresses and library-wide failures.
 
 The cards are a stand-in libnvidia-ml.so under the real nvidia-ml-py bindings (tests/support/fake_pynvml.py).

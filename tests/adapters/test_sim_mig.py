@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The simulated MIG control: the driver's rules over the A30, A100 and H100 geometries of the data files."""
 
 import re

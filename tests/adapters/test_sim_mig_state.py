@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The simulated MIG state on disk: what one process leaves, the next one finds, as on a real GPU."""
 
 import json

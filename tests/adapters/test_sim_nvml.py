@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The simulated NVML: snapshots from the model data, every failure mode, MIG mode changes."""
 
 import re

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The uevent adapter with a stand-in pyudev: which events it forwards and how it fails."""
 
 import queue

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The real gpu-controller process against the fake API server: client, watches, lease, HTTP, SIGTERM."""
 
 import json

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """``gpu-dra-controller allocate``: the allocator as a dry run over files, its output and errors."""
 
 from __future__ import annotations

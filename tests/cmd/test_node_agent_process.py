@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The real gpu-node-agent process: kubernetes client, HTTP watch, health endpoint, SIGTERM."""
 
 import json

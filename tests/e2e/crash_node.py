@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The node the crash-safety tests of prepare and unprepare (tests/e2e/test_prepare_*.py) run on.
 
 Each test runs the handler's PrepareService, built as ``gpu-handler run`` builds it, in processes

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler's prepare service in a process of its own, for the crash tests.
 
 It builds the service exactly as ``gpu-handler run`` does (the same command line, parsed by the

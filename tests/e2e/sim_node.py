@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A simulated GPU node on disk for the end-to-end tests, what its files say, and prepare processes.
 
 The node is a host root as ``gpu-handler run --nvml-sim ... --host-root`` sees it: sysfs with

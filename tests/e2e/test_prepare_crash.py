@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Crash safety of prepare and unprepare: gpu-handler SIGKILLed at every point, then restarted.
 
 Each test runs the handler's PrepareService, built as ``gpu-handler run`` builds it, in processes

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Crash safety of the MIG mode switches: gpu-handler SIGKILLed around each one, then restarted.
 
 The claim is MIXED of tests/e2e/crash_node.py (two MIG instances on card A, which is off, and all

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """End to end on the simulator over real sockets: gpu-node-agent, gpu-handler and a kubelet.
 
 A fake API server holds the Node, the agent's PhysicalGPUs (DriverReady set as the controller

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Two gpu-handler processes preparing and unpreparing claims on one card at once, on the node of
 tests/e2e/crash_node.py: the node lock keeps them apart, and both succeed.
 """

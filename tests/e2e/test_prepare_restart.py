@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler restarted over a checkpoint it cannot trust: a corrupt one set aside with the MIG
 instances and CDI specs it named kept, one from before a reboot, and claims the checkpoint does not
 know. Each restart is a fresh process on the node of tests/e2e/crash_node.py.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Hooks import their shared code as ``lib.*``, as Deckhouse runs them from ``hooks/``."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The derive_settings hook: the internal values the templates read, from settings and globals."""
 
 from __future__ import annotations

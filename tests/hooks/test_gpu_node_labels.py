@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The gpu_node_labels hook, run by the deckhouse library's testrun over binding contexts: the Node
 label patches it asks Deckhouse to apply."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The module_status hook: the module's own health as metrics, from PhysicalGPUs, the GPU nodes'
 labels and the values."""
 

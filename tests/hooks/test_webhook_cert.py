@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The webhook_cert hook: a certificate is generated once, kept while usable, renewed in time,
 and a broken Secret heals instead of blocking the module."""
 

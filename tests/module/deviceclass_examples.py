@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The documented DeviceClass and claim examples (docs/examples) and what the driver really publishes,
 shared by the checks of tests/module/test_deviceclass_*.py.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The value sets the Helm template tests render the chart with, each rendered once by a real Helm 3
 when this module is first imported, and the accessors those tests share: the pod spec, containers and
 environment of a rendered workload.

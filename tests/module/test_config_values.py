@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The ModuleConfig settings schema: what an operator may write, what is rejected and why, the
 defaults a bare ``enabled: true`` gets, and the Russian twin that Deckhouse shows in its docs."""
 

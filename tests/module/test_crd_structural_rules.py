@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Every CRD of the module passes what a real API server checks beyond the OpenAPI schema of a CRD
 (structural schema, list and map types, printer columns); and the checker itself rejects what the
 server rejects, with the server's messages (cases from apiextensions-apiserver's own tests)."""

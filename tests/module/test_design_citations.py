@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Comments cite the design notes of this repository, docs/internal/DESIGN.md, and nothing outside it.
 
 The code used to cite team documents that a reader of the repository does not have: the

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The example claims and Pods (docs/examples/claims.yaml) against the example DeviceClasses and the
 rendered pools: extended resources that name a class, a share the devices allow, the MIG instances
 a claim's own selector picks."""

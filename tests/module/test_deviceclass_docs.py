@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The CEL and YAML examples of docs/DRA.md and docs/DRA.ru.md: the CEL of the attribute and capacity
 tables is safe and selects something, and the DeviceClasses shown are the examples themselves."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The selectors of the example DeviceClasses and claims use only the functions and device fields that
 a 1.34 API server accepts in new expressions (DESIGN.md F3.2), and the CEL glue they rely on follows
 the Kubernetes semantics."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Every selector of the example DeviceClasses, evaluated by the module's DRA CEL engine
 (deckhouse_gpu/domain/cel) against every device of the pools rendered from simulated cards of each
 model, for 1.34 and 1.35, on a plain node, a sharing node, a node with MIG switched off and after the

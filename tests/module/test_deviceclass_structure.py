@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The example DeviceClasses (docs/examples/deviceclasses.yaml) are valid objects (DESIGN.md F2.1):
 their names, fields and limits, and extended resource names the API server accepts."""
 

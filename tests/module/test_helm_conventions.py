@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The chart rendered by a real Helm 3 over every value set (tests/module/helm_render_sets.py), every
 object checked against the security and layout rules of the Deckhouse conventions: module labels and
 namespaces, pod security, probes, host paths, RBAC, disruption budgets and autoscalers, Services.

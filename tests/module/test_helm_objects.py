@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The chart's images, Secrets, monitoring objects, webhook and admission policy as rendered by a
 real Helm 3, and every rendered object checked against what the API server accepts: its OpenAPI
 schema of Kubernetes 1.34 and 1.35, and the semantic rules of tests/support/k8s_semantics.py.

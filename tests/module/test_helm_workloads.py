@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The chart's settings checked for their effect on the rendered workloads: the nodes each DaemonSet
 selects, the handler's rollout, environment and driver-root mounts, high availability, the
 controller's view of the validator, monitoring on and off, and the log level.

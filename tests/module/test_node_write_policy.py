@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The ValidatingAdmissionPolicy that keeps each node's components to their own node's objects,
 evaluated on admission requests as the API server builds them (cel-python for the CEL)."""
 

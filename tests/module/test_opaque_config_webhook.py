@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The ValidatingWebhookConfiguration of the opaque config webhook, rendered by the real Helm, its
 matchConditions evaluated on admission requests as the API server builds them (cel-python for the
 CEL), and the documented examples (docs/examples/claim-configs.yaml) sent through all of it."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The PhysicalGPU CRD (crds/physicalgpu.yaml) stays in sync with the models: its shape and required fields.
 
 The models in ``deckhouse_gpu.domain.inventory.physicalgpu`` are what the components write; the CRD is what

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The PhysicalGPU printer columns: the operator view, the model's copy, and paths that resolve."""
 
 from __future__ import annotations

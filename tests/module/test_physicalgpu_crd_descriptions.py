@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Every PhysicalGPU CRD node is described, in English, and its Russian twin translates exactly those."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The PhysicalGPU CRD's validation: its patterns and bounds, and encoded model values checked against it."""
 
 from __future__ import annotations

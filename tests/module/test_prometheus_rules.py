@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """``promtool check rules`` over monitoring/prometheus-rules, and proof that the check bites."""
 
 from __future__ import annotations

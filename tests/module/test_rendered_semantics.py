@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The chart as a real API server would take it, whatever the number of GPU nodes.
 
 The cluster state (0, 1, 2 and 500 GPU nodes among CPU nodes) goes through the gpu_node_labels

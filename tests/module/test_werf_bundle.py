@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The werf images Deckhouse reads the module from (rendered as tests/module/werf_render.py says):
 the bundle, the release-channel image and images-digests, whose steps are run here with bash and jq.
 """

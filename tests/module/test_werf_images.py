@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The werf configuration's images (rendered as tests/module/werf_render.py says): names, final
 images and their bases, base images by digest, the environment werf may read, and the upstream
 images pinned as oss.yaml says.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The werf build of the Python components (rendered as tests/module/werf_render.py says): the
 gpuArtifact image that builds the package and its relocated interpreter, the images that run it,
 the hook dependencies, and tools/stage_python_runtime.py run on this host.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The werf configuration rendered for the werf tests (tests/module/test_werf_*.py), and what they
 share to read it: the ``werf`` fixture, the rendered images and their shell commands.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The objects the admission tests of gpu.deckhouse.io opaque config (tests/services/
 test_config_admission*.py) review: our configs and another driver's, DeviceClasses, ResourceClaims
 and ResourceClaimTemplates carrying them, the AdmissionReview request around them, and the

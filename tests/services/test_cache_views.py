@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The informers of gpu-dra-controller keep only what allocation reads of Pods and Nodes."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler's capabilities pass against the in-memory API and the simulated NVML."""
 
 from typing import Any

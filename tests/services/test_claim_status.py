@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """ResourceClaim.status.devices as a real prepare on a simulated node writes them."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The admission review of gpu.deckhouse.io opaque config in DeviceClasses, ResourceClaims and
 ResourceClaimTemplates: ours judged with object paths, everything else allowed untouched, and an
 update judged only on the entries it changes. Requests and one config per device type are in

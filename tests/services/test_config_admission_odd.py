@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The admission review of gpu.deckhouse.io opaque config given odd objects, odd requests and any
 JSON at all: always an answer, never an exception."""
 

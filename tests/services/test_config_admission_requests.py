@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The admission review of gpu.deckhouse.io opaque config against the requests of claims: the
 requests a config names must exist, and a request, or a whole DeviceClass, gets at most one of our
 configs per device type."""

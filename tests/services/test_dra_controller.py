@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-dra-controller's loop against the in-memory API: allocation of the claims the scheduler
 never allocates, optimistic writes, the audit and the metrics."""
 

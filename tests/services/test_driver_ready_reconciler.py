@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One node's pass against the in-memory API: writes, no-op passes, conflicts, events, failures."""
 
 from datetime import timedelta

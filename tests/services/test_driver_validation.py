@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The module's own driver validator: the verdict behind DriverReady, and the process around it."""
 
 import logging

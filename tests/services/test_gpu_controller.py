@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The running controller against the in-memory API: watches drive DriverReady within moments."""
 
 import threading

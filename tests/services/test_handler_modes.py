@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Offers follow what is prepared (DESIGN.md D2 b): prepare reports each change of the cards' modes to the
 handler loop, which republishes; no callback travels through cmd/."""
 

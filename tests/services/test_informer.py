@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The list-and-watch cache: index, changes reported once, relist after an expired watch."""
 
 import threading

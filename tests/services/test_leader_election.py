@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Leader election on a Lease: one leader, takeover after expiry, a leader that cannot renew stops."""
 
 import threading

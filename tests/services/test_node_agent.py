@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The agent's real loop in a thread against the in-memory API: event-driven, within a second."""
 
 import threading

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """watch_objects: the list and the watch that follows it see the same objects."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """MIG mode switches in prepare, each recorded before it is made and given back by a rollback.
 
 A whole card left in MIG mode is switched off for its claim, a card for MIG instances on: the

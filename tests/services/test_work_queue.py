@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The per-node work queue: debounce, no concurrent runs of one key, per-key backoff."""
 
 import threading

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What the components write at run time passes the API server's rules for those objects: the
 Events of every component, and ResourceClaim.status.devices after prepare (the rendered chart is
 checked in tests/module/test_rendered_semantics.py, ResourceSlices by domain/slice_rules)."""

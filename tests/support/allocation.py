@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Small ResourceSlices, DeviceClasses and claims for the allocator's tests (production CEL)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Objects gpu-controller reads, shaped as the API server returns them: cards, validator pods, nodes."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Where the CRD schema and the status models disagree: shapes, and which fields are required."""
 
 from __future__ import annotations

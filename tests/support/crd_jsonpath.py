@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Resolves the JSONPath of a printer column to the CRD schema node it reads."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What a real API server checks in a CRD beyond its OpenAPI schema, in Python.
 
 ``kubernetes-validate`` checks a CRD against the OpenAPI schema of CustomResourceDefinition only,

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The PhysicalGPU CRD and its Russian twin as the tests read them: the files, fixtures and tree walks."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The static checks of a CRD's schema in the apiextensions-apiserver (``pkg/apis/apiextensions/
 validation/validation.go``: ``ValidateCustomResourceDefinitionOpenAPISchema`` with the v3 standard
 validator of a v1 CRD), for tests/support/crd_rules.py: types, unsupported keywords, defaults under

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The structural-schema rules of the apiextensions-apiserver (``pkg/apiserver/schema/validation.go``:
 ``ValidateStructural``, its invariants and completeness check), for tests/support/crd_rules.py: every
 node typed, the root's ``metadata`` restricting name and generateName only, nothing but value

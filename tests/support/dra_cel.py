@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """DRA device selectors for the tests: a thin layer over the module's engine (domain/cel).
 
 It keeps the tests' older spelling (``Selector(expression)``, ``device_view(device, driver)``); new

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A stand-in for the kubelet's side of plugin registration and DRA calls, over real Unix sockets.
 
 It does what the kubelet's plugin watcher and DRA manager do with a plugin: find ``*-reg.sock`` in

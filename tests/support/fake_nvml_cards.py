@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The cards of the stand-in libnvidia-ml.so (tests/support/fake_pynvml.py): NVML return codes, an
 A30's MIG profiles, a card with what NVML reports of it and its MIG instances, and how handles
 encode the card, GPU instance and compute instance they refer to.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 # ruff: noqa: N802 -- the stand-in library's methods carry the C function names
 """The MIG functions of the stand-in libnvidia-ml.so (tests/support/fake_pynvml.py): MIG mode, the
 processes on a card, and creating, finding and destroying GPU instances, compute instances and

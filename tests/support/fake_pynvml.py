@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 # ruff: noqa: N802 -- the stand-in library's methods carry the C function names
 """A stand-in libnvidia-ml.so under the real nvidia-ml-py bindings, for RealNVML's tests.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Renders the module's chart with the real Helm 3 binary, as Deckhouse would render its bundle.
 
 Only what the bundle carries for Helm is copied into a scratch chart (Chart.yaml, .helmignore,

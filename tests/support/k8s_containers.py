@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Volumes and containers of a pod spec as the API server checks them (``pkg/apis/core/validation``),
 for the semantic rules of tests/support/k8s_semantics.py: volume sources and host paths, container
 names, ports, environment, mounts, probes, resources and security context.

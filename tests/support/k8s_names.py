@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Names, labels, annotations and values as the API server checks them (``apimachinery``'s
 validation and ``pkg/apis/core/validation``), for the semantic rules of tests/support/k8s_semantics.py:
 DNS labels and subdomains, qualified names, label values, IANA port names, quantities and

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The other kinds the module renders, as the API server checks them, for the semantic rules of
 tests/support/k8s_semantics.py: Services, PodDisruptionBudgets (``pkg/apis/policy/validation``),
 admission webhooks and ValidatingAdmissionPolicies with their bindings

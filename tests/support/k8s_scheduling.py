@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Where a pod may run, as the API server checks it (``pkg/apis/core/validation``), for the semantic
 rules of tests/support/k8s_semantics.py: node selector requirements, the node field selector that
 allows only ``metadata.name`` with one value, affinity terms and tolerations.

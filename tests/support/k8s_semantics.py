@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Semantic rules of built-in Kubernetes types that the API server enforces and an OpenAPI schema
 check does not see, for the kinds the module renders.
 

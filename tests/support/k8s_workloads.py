@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """DaemonSets and Deployments as the API server checks them (``pkg/apis/core/validation`` for the
 pod template, ``pkg/apis/apps/validation`` for the rest), for the semantic rules of
 tests/support/k8s_semantics.py: the pod spec, the selector against the template's labels, and the

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What ClientKube's tests share: a fake API server, a client logged in to it, and small bodies."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Objects and the fixture MemoryKube's tests share: a fixed clock and small GPU and widget bodies."""
 
 from __future__ import annotations

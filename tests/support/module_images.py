@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The images the module builds and deploys, by the name their digests have in the values.
 
 Each is a final werf image ``gpu/<name>`` built from ``images/<dir>/werf.inc.yaml`` (``<name>`` is the

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The values Deckhouse would hand to Helm for given settings, built the way Deckhouse builds them.
 
 The settings get their schema defaults (as Deckhouse's OpenAPI defaulting does), the hooks' pure

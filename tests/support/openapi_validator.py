@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A small OpenAPI validator for the keywords the CRD uses, to check encoded model values."""
 
 from __future__ import annotations

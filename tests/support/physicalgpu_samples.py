@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """PhysicalGPU statuses with the values of real cards, to encode and check against the CRD."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Checks Deckhouse-style Prometheus rule files with promtool.
 
 A file under ``monitoring/prometheus-rules`` is a YAML list of rule groups (Deckhouse wraps it in

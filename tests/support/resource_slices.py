@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Known-valid ResourceSlices for the slice_rules tests: a 1.34 slice and a 1.35 pool.
 
 Every builder returns a fresh dict, so a test can break exactly one rule in place.

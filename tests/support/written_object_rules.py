@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The API server's rules for what the components write at run time (not rendered by Helm): Events
 (``pkg/apis/core/validation/events.go``, the legacy path our events without ``eventTime`` take) and
 ``ResourceClaim.status.devices`` (``pkg/apis/resource/validation``: validateDeviceStatus and

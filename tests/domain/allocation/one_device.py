@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One device and one request, ready for a single rule: the world, a fresh pass and the device."""
 
 from __future__ import annotations

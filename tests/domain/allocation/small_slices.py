@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Shared pieces of the allocator's rule tests (test_allocate_*.py): the two versions'
 semantics, plain GPUs, the MIG device classes and a claim for a share of a card."""
 

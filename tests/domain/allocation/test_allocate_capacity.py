@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Consumable capacity: shares of a card with their share IDs, policy defaults and rounding, and
 counters of a shared device charged only for its first share (quirk b) (DESIGN.md F3, F4)."""
 

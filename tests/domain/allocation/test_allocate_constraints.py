@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A claim's constraints through whole allocations: matchAttribute and distinctAttribute
 (DESIGN.md F3, F4)."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Shared counters through whole allocations: a card and its partitions, counters per slice on
 1.34 and per pool on 1.35, and counters charged for a device rejected later (quirk a)
 (DESIGN.md F3, F4)."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Errors rather than misfits: claims the scheduler refuses and selectors that fail to evaluate;
 and the inventory builder that reparses only changed slices (DESIGN.md F3, F4)."""
 

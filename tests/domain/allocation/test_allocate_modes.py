@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Allocating devices: exact counts in slice order, all claims of a pod together, All mode,
 firstAvailable, admin access and selectors (DESIGN.md F3, F4)."""
 

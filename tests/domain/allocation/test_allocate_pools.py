@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Which pools the allocator uses: generations, incomplete and invalid pools per version and
 the node selection of slices and devices (DESIGN.md F3, F4)."""
 

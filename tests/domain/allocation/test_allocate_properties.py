@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Property tests: random pools, classes and claims against a brute-force enumeration.
 
 The brute force tries every assignment of devices to the requested slots and checks the rules

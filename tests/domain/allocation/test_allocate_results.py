@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What an allocation writes: the results, the node selector and the class and claim config
 (DESIGN.md F3, F4)."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Device taints per version and the tolerations that let a request through, copied into the
 result (DESIGN.md F3, F4)."""
 

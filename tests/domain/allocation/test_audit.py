@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The audit of the allocation invariant (DESIGN.md S8.1) over allocated claims."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Which opaque config applies to an allocated device, and what prepare refuses."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Constraints: the rule a device fails alone, and what the pass keeps between the devices."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The counters rule and the counter accounting of a pass: availability, charge, release."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """explain: its words per rule, and that it agrees with the search device by device."""
 
 from __future__ import annotations

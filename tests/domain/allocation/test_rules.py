@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The per-device rules one by one: each passes with None and fails with its reason's words."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Lease decisions: acquire when free or expired, renew when held, never steal a live lease."""
 
 import pytest

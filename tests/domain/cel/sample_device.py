@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The device, engine and ``evaluate`` the DRA CEL engine tests share (tests/domain/cel/test_*.py).
 
 One device of the driver ``gpu.example.com`` with attributes of every kind, qualified and

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The CEL specification's conformance cases (tests/domain/cel/conformance, from google/cel-spec's
 tests/simple/testdata) run through the engine's closed-expression entry point, ``compile_value``.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-python's grammar, which the DRA CEL compiler is written against (domain/cel/compile_*.py
 dispatch on its rule names): the pinned version, and the rule and terminal names, so that an
 upgrade that renames, adds or removes one fails here and says which."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Builders of opaque config parameters for the tests of gpu.deckhouse.io/v1alpha1
 (tests/domain/config/test_opaque_config*.py): a GPUConfig or MIGConfig with the given sharing, and
 MPS sharing with the given limits.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The opaque config API gpu.deckhouse.io/v1alpha1: what decodes to what, the canonical form it
 encodes to, and how its errors and configs behave. Every rule with its exact message is in
 test_opaque_config_invalid.py."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The opaque config API gpu.deckhouse.io/v1alpha1: every rule, of the envelope, sharing,
 time-slicing, MPS and MIG, with its exact message, and the size limit."""
 

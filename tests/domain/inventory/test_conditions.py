@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 from deckhouse_gpu.domain.inventory.conditions import find, is_true, set_condition
 from deckhouse_gpu.domain.inventory.physicalgpu import ConditionStatus
 

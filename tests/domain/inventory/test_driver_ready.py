@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """DriverReady decided from validator pods: every reason, terminating pods, several pods per node."""
 
 import pytest

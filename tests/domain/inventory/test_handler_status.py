@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 from typing import Any
 
 from deckhouse_gpu.domain.apimachinery.merge_patch import apply_patch

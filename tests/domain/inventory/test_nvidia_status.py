@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 from deckhouse_gpu.domain.apimachinery.codec import decode
 from deckhouse_gpu.domain.inventory.nvidia_status import memory_slice_count, nvidia_view
 from deckhouse_gpu.domain.inventory.nvml_snapshot import (

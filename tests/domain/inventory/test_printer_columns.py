@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 from datetime import UTC, datetime
 
 from deckhouse_gpu.domain.inventory.physicalgpu import PRINTER_COLUMNS

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 from deckhouse_gpu.domain.inventory.desired import describe_gpu
 from deckhouse_gpu.domain.inventory.host_facts import HostFacts, node_info
 from deckhouse_gpu.domain.inventory.pci import PciDevice

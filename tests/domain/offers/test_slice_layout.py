@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Rendered pools obey every ResourceSlice rule, for every simulated model, node size and version."""
 
 from typing import Any

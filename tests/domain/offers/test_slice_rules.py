@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Slice-wide ResourceSlice rules: known-good layouts, metadata, driver, pool, node selection, limits."""
 
 import pytest

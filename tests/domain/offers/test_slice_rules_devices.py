@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Per-device ResourceSlice rules: names, attributes, capacity keys, counters, taints, binding, nodes."""
 
 import pytest

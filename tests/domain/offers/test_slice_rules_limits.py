@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """ResourceSlice size limits and counter sets: where 1.34 and 1.35 differ most."""
 
 import pytest

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Pool-wide ResourceSlice rules: one identity and generation, unique names, 1.35 cross-slice counters."""
 
 import pytest

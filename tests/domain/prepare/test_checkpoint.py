@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The prepare checkpoint codec: round trip, integrity, reboots, tolerant and strict reading."""
 
 import json

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The CEL specification's conformance cases that fall inside the CEL Kubernetes gives DRA
 selectors (DESIGN.md F3, D4), run through the engine by tests/domain/cel/test_conformance.py.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-spec conformance cases (see spec.py): int64 and uint64 arithmetic with its overflow errors
 (integer_math.textproto) and double arithmetic (fp_math.textproto). Nothing left out."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-spec conformance cases (see spec.py): literals and plumbing (basic.textproto,
 plumbing.textproto), deep and repetitive parse trees (parse.textproto), ``?:`` ``&&`` ``||`` ``!``
 (logic.textproto).

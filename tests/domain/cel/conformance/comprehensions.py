@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-spec conformance cases (see spec.py): the two-variable comprehensions ``all exists
 existsOne transformList transformMap`` (macros2.textproto). Nothing left out."""
 

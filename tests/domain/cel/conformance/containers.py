@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-spec conformance cases (see spec.py): lists (lists.textproto), maps, field selection on maps,
 ``has()`` and ``in`` (fields.textproto), the macros ``all exists exists_one map filter``
 (macros.textproto) and their two-variable forms with ``transformList`` and ``transformMap``

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-spec conformance cases (see spec.py): ``bytes double int uint string type dyn`` and the type
 denotations (conversions.textproto).
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-spec conformance cases (see spec.py): ``==`` and ``!=`` with heterogeneous numeric equality,
 ``in`` on list and map literals, comparisons with bound variables (comparisons.textproto, sections
 eq_literal, ne_literal, in_list_literal, in_map_literal, bound; the ordering sections are in

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The conformance cases the engine is known to fail, each with the reason. test_conformance.py
 fails if one of them starts to pass, so that the list stays true, and if a case not listed here
 fails."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-spec conformance cases (see spec.py): ``<`` ``<=`` ``>`` ``>=`` on every ordered type and
 across the numeric types, where an integer is compared with a double as cel-go does, through a
 lossy conversion to double (comparisons.textproto, sections lt_literal, gt_literal, lte_literal,

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The form of the conformance data: cases of the CEL specification's conformance suite, the
 ``simple`` test files of google/cel-spec (tests/simple/testdata/*.textproto), rewritten as Python.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-spec conformance cases (see spec.py): the strings extension library that Kubernetes
 enables (version 2: ``charAt indexOf lastIndexOf lowerAscii upperAscii replace split substring
 trim join strings.quote``), its value and type errors (string_ext.textproto). Nothing left out; a

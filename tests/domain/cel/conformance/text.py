@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """cel-spec conformance cases (see spec.py): ``size``, ``startsWith``, ``endsWith``, ``matches``,
 ``contains`` and concatenation of strings and bytes (string.textproto). Nothing left out."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The HTTPS endpoint of gpu-dra-controller's validating webhook, plus ``/healthz`` and ``/readyz``.
 
 ``POST /validate-opaque-config`` takes an AdmissionReview (``admission.k8s.io/v1``) and answers

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Whole-file replacement that a crash or power loss never leaves half written.
 
 The data goes to a temporary file in the same directory (``.<name>.<random>.tmp``), is fsynced and

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Finds on this node what a CDI spec for its NVIDIA GPUs names, for ``domain.cdi_spec``.
 
 Device nodes and /proc are read under the host root (the host's ``/`` as mounted in the pod);

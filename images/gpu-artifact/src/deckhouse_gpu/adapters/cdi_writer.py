@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Writes gpu.deckhouse.io CDI spec files into the CDI root the container runtime watches.
 
 Runtimes rescan the directory when it changes and read any ``*.json`` there, so a spec must

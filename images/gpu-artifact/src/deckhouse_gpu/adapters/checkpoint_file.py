@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The prepare checkpoint as one JSON file in the plugin directory, replaced atomically.
 
 A save writes a temporary file in the same directory, fsyncs it, renames it over the old one and

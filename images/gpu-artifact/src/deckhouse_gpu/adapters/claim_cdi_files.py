@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The per-claim CDI specs as files: discovery of the driver and the card, the spec, the writer."""
 
 from __future__ import annotations

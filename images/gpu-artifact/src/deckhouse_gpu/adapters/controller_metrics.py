@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-controller's Prometheus metrics: the inventory collector and the reconcile counters.
 
 The inventory gauges come from a custom collector that reads the current cards at every

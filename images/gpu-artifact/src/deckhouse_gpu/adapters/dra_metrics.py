@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-dra-controller's Prometheus metrics.
 
 Gauges are read from the caches at every scrape (nothing stale outlives a deleted claim) and only

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The NVIDIA driver root as mounted into gpu-handler's pod, read the way a chroot would see it.
 
 The pod mounts the host's driver root (``/`` or ``/run/nvidia/driver``) at ``/driver-root``.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """HTTP health endpoints for the kubelet's probes.
 
 ``/readyz`` is 200 only when the last pass succeeded; ``/healthz`` is 200 unless passes have

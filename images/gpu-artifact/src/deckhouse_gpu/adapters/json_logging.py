@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Structured logs: one JSON object per line on stderr, with the ``extra`` fields inlined."""
 
 from __future__ import annotations

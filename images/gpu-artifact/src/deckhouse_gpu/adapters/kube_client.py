@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The real ``KubeAPI``: REST calls through the ``kubernetes`` client's transport, on raw JSON.
 
 It goes through ``ApiClient.call_api`` with paths built from the ``Resource`` rather than the

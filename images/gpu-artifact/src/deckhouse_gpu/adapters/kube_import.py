@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Imports only the parts of the ``kubernetes`` client the adapter uses.
 
 ``import kubernetes`` runs package initialisers that load every API class and every one of the

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The kubelet's DRA gRPC service, v1 and v1beta1, in front of the ``DRAService`` port.
 
 The kubelet takes a failed RPC as a failure of every claim in it and a claim missing from the

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler as a kubelet plugin: the registration socket and the DRA socket, served by gRPC.
 
 The kubelet's plugin watcher notices ``<driver>[-<pod uid>]-reg.sock`` in its registry directory,

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Kubernetes objects from a YAML file, in every shape the module's commands and kubectl print.
 
 One reader for every command that takes objects from a file, so that each reads what the others

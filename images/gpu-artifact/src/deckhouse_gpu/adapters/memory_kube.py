@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """An in-memory Kubernetes API server behind ``KubeAPI``, for the tests and the simulator.
 
 It keeps the API server rules the services depend on, so code that works here works against a

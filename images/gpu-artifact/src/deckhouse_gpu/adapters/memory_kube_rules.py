@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The API server rules the in-memory store applies, as functions of the objects alone.
 
 ``MemoryKube`` keeps the state (the objects, the global revision, the change history) and the

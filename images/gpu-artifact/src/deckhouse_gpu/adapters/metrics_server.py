@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One HTTP port for Prometheus and the kubelet: ``/metrics``, ``/healthz`` and ``/readyz``.
 
 The probes answer a small JSON body an operator can read with curl; ``/metrics`` speaks the

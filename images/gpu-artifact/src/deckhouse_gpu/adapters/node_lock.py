@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The node-wide ``pu.lock``: one prepare or unprepare at a time on a node (DESIGN.md S9.2.2, D9).
 
 ``flock`` rather than ``fcntl`` record locks: record locks belong to the process, so two threads

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One NVML snapshot of one card: NOT_SUPPORTED blanks a field, anything else fails the card."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """How NVML failures read: which return codes mean the library as a whole is gone, and the messages."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The MigControl port on nvidia-ml-py: MIG mode and GPU/compute instances through the real driver.
 
 It shares RealNVML's library loading, initialisation and card lookup (``device_handle``) and its

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The MIG GPU-instance profiles of one card through NVML, each with the placements it may take."""
 
 from __future__ import annotations

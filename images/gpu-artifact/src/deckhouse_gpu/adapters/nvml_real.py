@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The NVML port on nvidia-ml-py (``pynvml``): the real library behind the real driver.
 
 pynvml keeps one library handle per process (``pynvml.nvmlLib``) and only ever opens it by the

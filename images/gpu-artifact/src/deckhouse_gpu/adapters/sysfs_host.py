@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Reads PCI devices, DMI, os-release and pci.ids from a host root (``/`` or the host as mounted)."""
 
 from __future__ import annotations

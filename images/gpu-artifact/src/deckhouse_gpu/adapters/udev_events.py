@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Kernel uevents for PCI devices (hot-plug, driver bind/unbind) through pyudev."""
 
 from __future__ import annotations

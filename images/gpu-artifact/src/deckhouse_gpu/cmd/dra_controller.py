@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-dra-controller: the module's allocator, its opaque-config webhook and the allocation audit.
 
 gpu-dra-controller run [--kubeconfig FILE] [--no-webhook] [--no-leader-elect]   # in the cluster

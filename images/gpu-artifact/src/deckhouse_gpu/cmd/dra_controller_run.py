@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """``gpu-dra-controller run``: wiring of the controller, its lease, metrics and webhook."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """``gpu-handler validate-driver``: the driver validator DaemonSet's process.
 
 It checks the driver every ``--interval-seconds`` and answers ``/readyz`` with 200 only while the

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A controller process's leadership: a Lease when leader election is on, else always leading."""
 
 from __future__ import annotations

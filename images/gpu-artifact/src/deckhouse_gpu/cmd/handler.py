@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler: NVML capabilities, health, DRA offers and the kubelet plugin of this node's GPUs.
 
 gpu-handler run --node-name w1                                 # in-cluster, real NVML

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler wiring: which NVML (real or simulated), which cards, and the prestart step."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler's kubelet plugin wiring: paths, MIG control, CDI, checkpoint and lock.
 
 With ``--host-root DIR`` every host path (kubelet directories, CDI root, checkpoint, /dev, /proc

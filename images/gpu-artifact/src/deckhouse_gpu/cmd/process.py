@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What every long-running component does the same way: stop on signals, parse listen addresses."""
 
 from __future__ import annotations

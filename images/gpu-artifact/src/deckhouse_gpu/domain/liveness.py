@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A component's liveness as its health endpoints report it: whether its last pass succeeded, and
 since when it has been failing."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Stable object names and valid label values (DESIGN.md D5).
 
 A PhysicalGPU is named after its node and PCI address, so adding or removing another card

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One broken rule in an object the module builds (a ResourceSlice, a CDI spec): the rule checkers of
 every feature report these, so callers print and test them the same way."""
 

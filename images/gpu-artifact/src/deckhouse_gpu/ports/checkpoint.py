@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Where gpu-handler keeps its prepare checkpoint (DESIGN.md D9).
 
 Callers hold the node lock (``pu.lock``) around a load and the saves that follow it: the store

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The per-claim CDI specs prepare writes and unprepare deletes, as the prepare service sees them."""
 
 from __future__ import annotations

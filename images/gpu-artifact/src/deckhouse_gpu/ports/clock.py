@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Time, passed in so the domain and the services can be tested without sleeping."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The extra kinds gpu-controller reads and writes, beside those in ``ports.kube``."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The kubelet's DRA calls as gpu-handler's prepare service sees them (kubelet gRPC v1/v1beta1).
 
 The gRPC adapter translates the wire messages to these and back; the service never sees protobuf.

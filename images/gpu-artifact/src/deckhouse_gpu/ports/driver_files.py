@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The host's driver files as the driver checks read them: the driver root's tree and what the
 loaded kernel module says in /proc/driver/nvidia (adapters/driver_root implements both)."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The Kubernetes API as the services see it: plain JSON objects, merge patches and typed errors.
 
 Every component reaches the API only through ``KubeAPI``. Two adapters implement it: the real

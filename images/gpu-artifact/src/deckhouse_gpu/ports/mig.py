@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """MIG control of one node's cards: what prepare and unprepare change on the host."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """NVML as gpu-handler sees it: plain snapshots of what the driver reports, and typed errors.
 
 Two adapters implement ``NVML``: the real one on nvidia-ml-py (``pynvml``) and a simulated one

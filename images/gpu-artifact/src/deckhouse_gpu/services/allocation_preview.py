@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """``gpu-dra-controller allocate``: what the allocator would do with given objects, as data.
 
 No API is touched: slices, classes, claims and already-allocated claims come from files. With a

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What gpu-dra-controller's informers keep of Pods and Nodes: only the fields allocation, events
 and node selection read, because a cluster's Pods are many and big."""
 

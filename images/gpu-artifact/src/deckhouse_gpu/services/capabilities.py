@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler's capabilities pass: NVML snapshot per card into the card's PhysicalGPU.
 
 One card's failure never blocks another: every card is gated, queried and written on its own.

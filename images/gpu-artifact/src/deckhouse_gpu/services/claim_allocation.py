@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-dra-controller's allocation of the claims the scheduler never allocates (DESIGN.md D1).
 
 The allocator runs over the informers' caches, plus the allocations this controller has written

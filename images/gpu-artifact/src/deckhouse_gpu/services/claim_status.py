@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """``ResourceClaim.status.devices`` for this driver's devices (KEP-4817): what was prepared, for
 people and tools reading the claim. Best effort: a failure here never fails a prepare."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The validating admission of ``gpu.deckhouse.io`` opaque config in DeviceClasses and claims.
 
 Takes the ``request`` of an AdmissionReview v1 and returns its ``response``. Only config entries

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The threads and probes every controller of the module has: informers filling caches, workers
 draining a work queue, a few periodic loops, and the health and readiness the kubelet probes."""
 

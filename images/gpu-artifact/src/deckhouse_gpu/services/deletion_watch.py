@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Notices when someone deletes one of this node's PhysicalGPUs, so the agent recreates it."""
 
 from __future__ import annotations

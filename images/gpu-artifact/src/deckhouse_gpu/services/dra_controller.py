@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-dra-controller's loop: caches of claims, pods, slices, classes and nodes; allocation of the
 claims the scheduler never allocates; the audit of every allocation; the numbers the metrics read.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One node's pass of gpu-controller: DriverReady on each of its cards, from the validator pods.
 
 It reads only the caches; the API is called only to write a condition that must change, and

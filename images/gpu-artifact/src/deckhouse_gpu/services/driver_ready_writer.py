@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Writes a card's DriverReady condition without losing anybody else's (DESIGN.md D8).
 
 The patch carries the whole ``status.conditions`` list (a merge patch replaces lists whole),

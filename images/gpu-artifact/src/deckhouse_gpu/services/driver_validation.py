@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The module's own NVIDIA driver validator: its pod's readiness is what ``DriverReady`` reflects.
 
 A driver is ready when the driver root holds ``nvidia-smi`` and ``libnvidia-ml.so.1`` (the same

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Kubernetes Events about our objects: short, actionable, attributed to the reporting component."""
 
 from __future__ import annotations

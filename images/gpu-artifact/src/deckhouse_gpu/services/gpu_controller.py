@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-controller's event loop: watches, a per-node work queue, workers and a safety resync.
 
 Watches on PhysicalGPUs, the validator Pods and Nodes map every change to the node it

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler's loop: capabilities and ResourceSlices on PhysicalGPU and Node changes, retries, a heartbeat.
 
 The heartbeat exists only for silent NVML failures (a card falls off the bus without any API

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What the health endpoints report: whether the last inventory pass succeeded, and since when not."""
 
 from __future__ import annotations

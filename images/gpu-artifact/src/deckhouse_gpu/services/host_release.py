@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Undoing a claim's host changes: shared by unprepare, by the rollback of a leftover PrepareStarted
 entry and by the cleanup at start. Every action is idempotent, and the checkpoint is saved after
 each one, so a crash in the middle resumes where it stopped."""

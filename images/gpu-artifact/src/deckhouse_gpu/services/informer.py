@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A list-and-watch cache of one kind of object, with an index and change callbacks.
 
 The controller reads only from these caches and calls the API only to write, so a burst of

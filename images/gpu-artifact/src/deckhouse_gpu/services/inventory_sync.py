@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One inventory pass of gpu-node-agent: scan the host, plan, write, report."""
 
 from __future__ import annotations

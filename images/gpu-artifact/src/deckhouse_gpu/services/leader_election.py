@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Acquires and renews gpu-controller's Lease; tells the controller when it leads.
 
 ``is_leader`` is computed at each call from the start of the last successful renewal, not

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-node-agent's loop: one pass at start, then passes triggered by udev and API events.
 
 Nothing here polls on a hot path (DESIGN.md D10): a pass runs on a udev event for a PCI

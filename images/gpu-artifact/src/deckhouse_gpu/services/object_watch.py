@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Follows changes of a set of objects: list for a resourceVersion, watch from it, start over.
 
 The list that starts each round is also reported (as ``None``), because changes may have been

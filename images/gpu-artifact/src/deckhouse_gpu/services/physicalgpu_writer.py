@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Writes the agent's part of a PhysicalGPU without losing anybody else's (DESIGN.md D8).
 
 Every write is a merge patch of only the fields that changed, guarded by the resourceVersion

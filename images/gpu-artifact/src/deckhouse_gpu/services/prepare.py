@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler's DRA service: NodePrepareResources and NodeUnprepareResources (DESIGN.md S9.2.2, D9).
 
 Every call holds the node-wide lock, so prepares and unprepares never interleave, even across

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What the prepare steps share: the claim's context, the step protocol and the runner.
 
 The runner runs the steps in order; when one fails it undoes the finished ones in reverse. A

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The prepare steps that change a card: its MIG mode, then its MIG instances.
 
 Each change is saved in the claim's ``PrepareStarted`` entry as it happens (DESIGN.md D9): a mode

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """NodePrepareResources for one claim as an ordered list of small steps, each with its undo.
 
 The runner (services/prepare_context.py) runs the steps in order; when one fails it undoes the

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler prestart: wait until the driver root holds the NVIDIA driver, and say why it does not.
 
 The handler's init container runs this before anything touches NVML. It looks for ``nvidia-smi``

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Publishes this node's offers as ResourceSlices (DESIGN.md D3, D6).
 
 Nothing changed: no write at all. Only slice contents changed: just those slices are updated in

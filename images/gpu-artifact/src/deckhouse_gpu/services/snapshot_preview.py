@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What gpu-handler would write into given PhysicalGPUs, computed offline (``snapshot --dry-run``)."""
 
 from __future__ import annotations

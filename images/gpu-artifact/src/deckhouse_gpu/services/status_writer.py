@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Status writes without lost updates: patch computed from a fresh read, guarded by its resourceVersion."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """An event-driven work loop: a pass at start, then a pass per burst of triggers.
 
 Shared by the node components. Triggers arriving within ``debounce_seconds`` of each other

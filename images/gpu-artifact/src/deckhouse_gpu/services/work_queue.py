@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A keyed work queue with delays and per-key backoff, as client-go's workqueue.
 
 A key is queued at most once however many events name it (the debounce: events arriving

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The simulator's pods created straight on a node: gpu-dra-controller allocates their claims,
 since the kube-scheduler never sees such pods (DESIGN.md D1)."""
 

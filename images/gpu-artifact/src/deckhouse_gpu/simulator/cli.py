@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-simulator: runs the module's components against simulated nodes and shows the result.
 
 gpu-simulator                         # the default scenario, mixed-cluster

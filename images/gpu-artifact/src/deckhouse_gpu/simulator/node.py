@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One simulated node: its host root, its NVML, and the real node components running on them.
 
 gpu-node-agent reads the host tree; gpu-handler reads the simulated NVML, which shows exactly the

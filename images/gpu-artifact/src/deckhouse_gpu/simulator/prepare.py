@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The kubelet side of the simulator: claims allocated as the scheduler writes them, prepared and
 unprepared by the node's real PrepareService on its simulated host (MIG, CDI files, checkpoint)."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The simulated cluster behind ``make demo``: the real components, in one process.
 
 One in-memory API server; per node a host root on disk built like real sysfs, a simulated NVML,

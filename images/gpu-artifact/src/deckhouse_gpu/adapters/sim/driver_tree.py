@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Builds an NVIDIA node on disk the way CDI discovery reads it: /dev, /proc and a driver root.
 
 Plain functions over a root path, shared by the tests and the simulator. Device nodes

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What an API server with DRA feature gates off does to ResourceSlices: it drops the fields.
 
 DRAPartitionableDevices off drops ``sharedCounters`` and ``devices[].consumesCounters``;

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """PCI identities of the GPU models the simulator and the tests put into simulated hosts.
 
 Ids and names are those of the public pci.ids database; the model keys match the NVML data

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Builds a host root on disk with the layout the agent reads: sysfs PCI tree, DMI, os-release.
 
 The tree mimics real sysfs: ``bus/pci/devices/<addr>`` are symlinks into ``devices/``, and

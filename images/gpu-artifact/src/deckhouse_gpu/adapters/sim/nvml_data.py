@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Per-model NVML data files for the simulated NVML: what the driver reports for each card model.
 
 One YAML file per model key in ``nvml_models/`` (the same keys as ``gpu_catalog``). Each file

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Scenario files for the simulator: nodes with their GPUs, then steps that change the world."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Simulated MIG that also leaves the traces the NVIDIA driver leaves on the host: the capability
 access files under /proc/driver/nvidia/capabilities and the /dev/nvidia-caps nodes, which CDI
 discovery reads. Used by the tests and the simulator with a host tree built by driver_tree."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Simulated MIG control: the ``MigControl`` port over the cards of a ``SimulatedNVML``.
 
 The refusals are the driver's, so that prepare and unprepare meet on the simulator what they meet on

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Simulated MIG state that outlives the process, as a real GPU's outlives a crashed plugin.
 
 ``SimulatedMig`` keeps each card's MIG mode and instances in memory: a killed gpu-handler would

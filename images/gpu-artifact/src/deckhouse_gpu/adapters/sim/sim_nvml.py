@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A simulated NVML: the ``NVML`` port for cards described by the per-model data files.
 
 Failures are injected the way real NVML fails: a missing library or unloaded driver breaks every

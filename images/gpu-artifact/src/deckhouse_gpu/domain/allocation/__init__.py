@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A structured allocator with the kube-scheduler's semantics (DESIGN.md F3, F4).
 
 ``model`` parses ResourceSlices once into devices and pools, ``gather`` picks a node's pools the

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The allocation invariant of DESIGN.md S8.1, checked over every allocation of our driver.
 
 Pure: ResourceSlices (as the allocator's Inventory) and allocated claims in, violations out.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The allocator's selector matcher over the module's CEL engine (domain/cel).
 
 A device's CEL view is built once and kept on the device; compiled expressions are cached by the

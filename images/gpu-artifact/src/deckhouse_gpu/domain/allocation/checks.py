@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Per-device checks of the allocator that need no search state: taints, attributes, selectors.
 
 ``selectors_match`` is the selectors rule itself (``rules`` holds the others); the taint and

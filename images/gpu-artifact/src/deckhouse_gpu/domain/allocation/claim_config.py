@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The opaque config of our driver that applies to one allocated device, as gpu-handler reads it.
 
 An allocation carries the class's config entries first and the claim's after them; an entry

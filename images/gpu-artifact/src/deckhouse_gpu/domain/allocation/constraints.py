@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A claim's matchAttribute and distinctAttribute constraints in the search (DESIGN.md F4.4).
 
 The rule a device can fail alone (``attributes``: it lacks an attribute a constraint compares) is

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Why claims do not fit a node: per request, what stopped each device (beyond the scheduler,
 which only says "cannot allocate all claims").
 

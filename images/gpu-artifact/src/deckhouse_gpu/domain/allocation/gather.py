@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A node's pools, gathered the way the scheduler gathers them (DESIGN.md F4.2).
 
 Only the newest generation of a pool counts. 1.34 uses an incomplete pool for ExactCount; 1.35

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What the allocation metrics count (DESIGN.md S1.2): devices of our driver allocated per
 DeviceClass, node and mode, read from the claims' allocations and specs."""
 

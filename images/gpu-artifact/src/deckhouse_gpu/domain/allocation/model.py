@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """ResourceSlices parsed once into the allocator's view: devices, counter sets, node selection.
 
 A snapshot of a whole cluster is parsed once and then serves many allocations, so everything the

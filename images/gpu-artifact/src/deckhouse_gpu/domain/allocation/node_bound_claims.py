@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Which claims gpu-dra-controller allocates: only those the kube-scheduler never will (DESIGN.md D1).
 
 - Claims of a pod created with ``spec.nodeName`` already set. The scheduler allocates a pod's

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Node selection of slices and devices with core NodeSelector semantics (node affinity).
 
 Terms are ORed, requirements inside a term ANDed; an empty term matches nothing; matchFields

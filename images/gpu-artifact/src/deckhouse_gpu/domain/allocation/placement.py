@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One device in the search: the rules in the scheduler's order, placing it and taking it back.
 
 ``candidate`` holds the checks of the scheduler's candidate loop and ``place`` those of its

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Why a device fails an allocation rule: what the per-device rules return instead of False.
 
 The search asks only whether a rule failed, for thousands of devices per claim, while explain

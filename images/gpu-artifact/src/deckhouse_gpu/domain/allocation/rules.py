@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The per-device rules of the allocator, each once: None when the device passes, else a Reason.
 
 The search calls them for pass or fail, explain for the words. Three live elsewhere, next to what

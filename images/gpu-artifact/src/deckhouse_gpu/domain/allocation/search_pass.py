@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The state of one Allocate call: what is placed, charged, shared and constrained so far.
 
 The search adds to it device by device and takes back what it undoes; explain judges devices

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Which scheduler the allocator mirrors: Kubernetes version, feature gates and strictness."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Conversion between domain dataclasses and Kubernetes-style JSON (camelCase, omitted nulls).
 
 Field names are derived from the Python names (``kernel_release`` -> ``kernelRelease``); a field

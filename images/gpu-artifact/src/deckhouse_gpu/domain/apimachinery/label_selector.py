@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Kubernetes label selector strings (``a=b,c in (x,y),!d``): a parser and a matcher.
 
 It follows the grammar of ``k8s.io/apimachinery/pkg/labels.Parse`` for the operators we use, so

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Leader election on a coordination.k8s.io/v1 Lease, as client-go does it, without the I/O.
 
 Expiry is judged by the candidate's own monotonic clock, from when it last saw the lease

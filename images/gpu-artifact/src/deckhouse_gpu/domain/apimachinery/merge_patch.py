@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """JSON merge patch (RFC 7386): the diff the writers send and the rule the fake server applies."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A Kubernetes ``resource.Quantity``: strict parsing, exact arithmetic and canonical text.
 
 The grammar is the one of ``resource.ParseQuantity``: a signed decimal number followed by one

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """DRA device selectors (``cel.expression``) evaluated the way the Kubernetes scheduler does.
 
 ``compiler`` parses an expression with cel-python's CEL grammar and compiles it into Python

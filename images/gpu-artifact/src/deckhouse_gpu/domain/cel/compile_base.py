@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The compiler's core: dispatch over cel-python's parse tree (a ``lark.Tree``), the variables in
 scope, and the checks that the operator, member and call compilers share.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Compiling calls and macros: global functions and methods (folded where pure and constant),
 ``has()``, ``cel.bind`` and the comprehension macros."""
 

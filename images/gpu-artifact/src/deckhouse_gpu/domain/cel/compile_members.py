@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Compiling members and primaries: field selection (``device``'s fields resolved at compile time),
 indexing, variables, type names, literals, and list and map construction."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Compiling the operators: ``?:``, chains of ``||`` / ``&&`` (commutative over errors), the
 relations ``== != < <= > >= in``, arithmetic and the unary ``!`` and ``-``."""
 

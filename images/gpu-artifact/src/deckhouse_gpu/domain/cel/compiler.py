@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The compiler: an expression is parsed by cel-python's CEL grammar (``celpy.celparser``, an LALR
 parser) and its tree compiled into a tree of Python closures, once per expression text; calls of
 pure functions on constants, such as ``quantity("10Gi")``, are folded at compile time."""

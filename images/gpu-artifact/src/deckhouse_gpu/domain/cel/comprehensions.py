@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The comprehension macros at runtime (``all exists exists_one map filter``, the two-variable
 ``all exists existsOne transformList transformMap``): variables bound per step, the per-iteration
 cost checked against the limit after every step, and errors absorbed by ``all`` and ``exists``."""

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The conversion functions ``int uint double string bool bytes dyn type`` and ``size``, with Go's
 ``strconv`` syntax for parsing and formatting, as cel-go converts."""
 

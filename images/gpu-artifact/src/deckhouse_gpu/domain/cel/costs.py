@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Runtime cost, modelled on cel-go's cost tracker and enforced against ``MAX_COST``.
 
 Each variable, field selection, index, ``has()`` and function or operator call costs 1; ``&&``,

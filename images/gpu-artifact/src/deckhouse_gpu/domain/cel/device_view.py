@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The CEL ``device`` variable, as ``k8s.io/dynamic-resource-allocation/cel`` declares it
 (DESIGN.md F3):
 

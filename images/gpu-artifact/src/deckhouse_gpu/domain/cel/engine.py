@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The engine's public face: :class:`SelectorEngine` compiles an expression once per text (a bounded
 cache, shared by threads) into a :class:`CompiledSelector`, which evaluates it for a device.
 

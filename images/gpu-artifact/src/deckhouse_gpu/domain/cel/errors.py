@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The engine's errors: :class:`SelectorError` for callers, and the signals raised inside.
 
 :class:`EvalError` is a CEL error value while evaluating, :class:`CostExceeded` the runtime cost

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The function tables: every global function and method the engine knows, the argument counts
 each accepts and its size-dependent cost; which calls are folded when their arguments are constant."""
 

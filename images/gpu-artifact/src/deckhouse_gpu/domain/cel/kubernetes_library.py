@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Kubernetes' Quantity and Semver libraries: ``quantity isQuantity sign isInteger asInteger
 asApproximateFloat add sub``, ``semver isSemver major minor patch`` (``semver`` with optional
 normalize), and ``isGreaterThan isLessThan compareTo`` for both. ``==`` compares them by value

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Kubernetes' lists extension (``isSorted sum min max``) and sets extension (``sets.contains
 sets.equivalent sets.intersects``), compared with CEL's equality and ordering."""
 

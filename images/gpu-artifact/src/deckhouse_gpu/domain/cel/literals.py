@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """CEL literals as cel-go reads them: int (decimal or ``0x``) and uint within range, double (with a
 digit after the point), bool, null, and strings and bytes with ``r``/``b`` prefixes, single or
 triple quotes and escapes."""

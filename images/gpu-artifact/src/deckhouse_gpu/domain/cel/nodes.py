@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What compiled code is made of: the evaluation frame, the closures that take it, and compiled
 nodes with their static type and, for a constant (folded) subexpression, its value."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """CEL's operators on runtime values: heterogeneous equality, ordering, and int64 / uint64
 arithmetic with overflow errors and Go's truncating division and modulus.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Field selection, indexing, ``has()``, ``in``, and what a comprehension ranges over, on runtime
 values (``device.attributes`` and ``device.capacity`` read an unknown domain as an empty map)."""
 

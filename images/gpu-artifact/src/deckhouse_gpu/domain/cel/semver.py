@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The ``kubernetes.Semver`` value: ``github.com/blang/semver/v4`` parsing and precedence, and the
 ``normalizeAndParse`` leniency of Kubernetes' ``semver(text, true)``."""
 

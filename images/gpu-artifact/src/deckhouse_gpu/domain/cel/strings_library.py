@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """CEL's string functions (``matches contains startsWith endsWith``) and Kubernetes' strings and
 regex extensions (``charAt indexOf lastIndexOf lowerAscii upperAscii replace split substring trim
 join``, ``find findAll``); ``indexOf`` and ``lastIndexOf`` of a list are served here too.

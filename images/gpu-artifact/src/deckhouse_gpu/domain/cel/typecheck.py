@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Static types, for the partial type check done while compiling.
 
 Static types are known for literals, the ``device`` fields (attribute values are ``dyn``, capacity

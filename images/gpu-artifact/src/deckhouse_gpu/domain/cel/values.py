@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """CEL values at runtime: the Python types that stand for CEL's, their type names, map keys, and
 the "no such overload" error of a function applied to the wrong types.
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The strict decoder (and the encoder) of the opaque configuration of ``gpu.deckhouse.io``.
 
 The objects a config may be (``GPUConfig``, ``MIGConfig``, ``VFIOConfig``, ``apiVersion:

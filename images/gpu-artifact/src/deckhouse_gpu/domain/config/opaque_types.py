@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The objects of the opaque configuration of the DRA driver ``gpu.deckhouse.io``: the data types.
 
 DeviceClasses (``spec.config[]``), ResourceClaims (``spec.devices.config[]``) and their templates

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Which numeric formats a card computes natively, derived from its CUDA compute capability.
 
 A format is listed when the architecture has hardware support for it (tensor cores or native

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Condition lists (metav1.Condition shape) that several writers share without losing updates.
 
 Each writer replaces only the condition types it owns; the list stays keyed by ``type``, and

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What gpu-node-agent wants the API to hold for its node: the PhysicalGPUs and the fields it owns."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The DriverReady condition, decided from the driver validator pods on the card's node (DESIGN.md S4.2.2).
 
 The driver validator runs as a DaemonSet (``gpu-handler validate-driver``); its pod is Ready only

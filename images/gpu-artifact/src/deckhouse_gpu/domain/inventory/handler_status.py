@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The merge patch of gpu-handler's own status fields (DESIGN.md D8).
 
 gpu-handler owns ``capabilities``, ``currentState.nvidia`` and the ``HardwareHealthy``

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The HardwareHealthy condition: gates, NVML failures, grace period and retry backoff
 (DESIGN.md S4.2.2, S4.2.3).
 

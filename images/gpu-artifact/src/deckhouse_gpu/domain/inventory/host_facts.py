@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Node facts for ``status.nodeInfo``: OS from os-release, kernel release, bare metal or VM."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The inventory gauges gpu-controller exports, computed from the PhysicalGPUs alone.
 
 They are rendered afresh from the current objects at each scrape, so a deleted card leaves no

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Turns an NVML snapshot into the handler's part of PhysicalGPU.status (DESIGN.md S4.2.1/S4.2.2.1)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What NVML reports about the driver and one card, as plain data: the NVML port returns it, the
 inventory turns it into PhysicalGPU capabilities and offers."""
 

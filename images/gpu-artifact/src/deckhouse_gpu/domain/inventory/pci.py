@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """PCI facts the inventory is built from: addresses, ids, class codes and which devices are GPUs."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """A tolerant parser of the pci.ids database (vendor, device, subsystem and class names).
 
 Only the vendors the module inventories are indexed in full; other vendors keep just their

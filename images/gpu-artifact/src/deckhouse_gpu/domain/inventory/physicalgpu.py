@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The PhysicalGPU API (gpu.deckhouse.io/v1alpha1): status models shared by every component.
 
 Who writes what (DESIGN.md D8): gpu-node-agent owns ``nodeInfo``, ``pciInfo`` and

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Renders objects the way ``kubectl get`` does from a CRD's printer columns.
 
 Supports the JSONPath subset printer columns use here: ``.a.b.c`` and a filter on a list

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Decides, from one scan and the stored objects, what to create, update and delete.
 
 A card is deleted only when it is really gone: a udev ``remove`` event for its address, or

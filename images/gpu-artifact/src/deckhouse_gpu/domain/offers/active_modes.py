@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Which mode each card is prepared in, from the checkpoint: fed to offers (DESIGN.md D2 b)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Builds a card's offers and counter set from its PhysicalGPU (DESIGN.md S7.2/S7.3, D2/D6)."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Did the API server keep what was sent? Fields of a disabled DRA feature gate vanish silently."""
 
 from __future__ import annotations

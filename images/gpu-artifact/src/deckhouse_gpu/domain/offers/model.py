@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """DRA offers: what each healthy card can be allocated as (DESIGN.md D2, D5, D6).
 
 Pure data. A card gives one Physical offer and, when MIG-capable and allowed, one MIG offer per

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Lays a node's offers out into ResourceSlices for the API server's version (DESIGN.md D3).
 
 1.34: a slice per card holding its counter set and its devices (references stay in the slice).

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Checks resource.k8s.io/v1 ResourceSlices (plain JSON dicts) against Kubernetes 1.34 or 1.35 rules.
 
 ``validate_slice`` applies the rules the API server applies to one slice on create (DESIGN.md

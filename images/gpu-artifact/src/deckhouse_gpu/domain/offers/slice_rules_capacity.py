@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Quantities and device capacity, with the consumable-capacity requestPolicy rules.
 
 ``parse_quantity`` is public so other code reads quantities the way the API server does. The

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """ResourceSlice rules for one device (spec.devices[i]); slice_rules.py runs them per device.
 
 Sources: DESIGN.md F1.1-F1.7. ``minor`` is 34 or 35 (35 stands

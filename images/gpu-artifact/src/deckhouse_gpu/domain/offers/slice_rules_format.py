@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Name and value formats, JSON shape helpers and node selectors for the ResourceSlice rules.
 
 Each check appends Problems instead of raising, so one pass reports everything that is wrong.

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The rules of one whole ResourceSlice: metadata, pool, node selection, counter sets, device limits.
 
 slice_rules.validate_slice runs them; the per-device rules are in slice_rules_devices.py.

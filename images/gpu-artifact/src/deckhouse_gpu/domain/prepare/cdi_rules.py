@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Checks a CDI spec (a plain JSON dict) the way a container runtime's CDI library would load it.
 
 The rules are CDI v1.1.0 as summarized in DESIGN.md F7, plus

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """CDI specs for gpu.deckhouse.io devices, built as plain dicts from what discovery found.
 
 Two kinds of file share the kind ``gpu.deckhouse.io/gpu``. The base spec names every Physical

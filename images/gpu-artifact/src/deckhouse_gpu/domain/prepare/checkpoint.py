@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """gpu-handler's prepare checkpoint: which claims it prepared and what it changed on the host.
 
 Two-phase (DESIGN.md D9): an entry is written ``PrepareStarted`` before the host is touched

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """Where an NVIDIA driver installation keeps its libraries and binaries, relative to its root.
 
 One list for every reader (prestart looking for NVML and nvidia-smi, the CDI discovery looking

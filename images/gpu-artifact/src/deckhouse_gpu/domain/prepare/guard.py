@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """The last line of the MIG/Physical invariant (DESIGN.md D2 c): prepare refuses a claim
 that conflicts with what is already prepared on a card, whatever the scheduler decided."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """One MIG instance on a card: as the MIG port reports it (MigInstance), and as the checkpoint
 records the ones a claim created (MigRecord)."""
 

@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """From an allocated ResourceClaim to what must be prepared on this node (DESIGN.md S9.2.2, plan step).
 
 Only the results of this driver in this node's pool count: a claim may also hold devices of
