@@ -32,7 +32,9 @@ def _check_cost(fr: Frame) -> None:
         raise CostExceeded
 
 
-def _loop_all(fr: Frame, bodies: list[Fn], steps: Iterator[Any]) -> Any:
+def _quantifier(fr: Frame, bodies: list[Fn], steps: Iterator[Any], decisive: bool, name: str) -> Any:
+    """all (decisive False) and exists (decisive True): the first decisive value wins even after an
+    error, as cel-go's logical operators absorb errors; otherwise the first error is raised."""
     (predicate,) = bodies
     error: EvalError | None = None
     for _ in steps:
@@ -41,31 +43,21 @@ def _loop_all(fr: Frame, bodies: list[Fn], steps: Iterator[Any]) -> Any:
         except EvalError as raised:
             error = error or raised
             continue
-        if value is False:
-            return False
-        if value is not True:
-            error = error or no_overload("all", value)
+        if value is decisive:
+            return decisive
+        if value is not (not decisive):
+            error = error or no_overload(name, value)
     if error is not None:
         raise error
-    return True
+    return not decisive
+
+
+def _loop_all(fr: Frame, bodies: list[Fn], steps: Iterator[Any]) -> Any:
+    return _quantifier(fr, bodies, steps, False, "all")
 
 
 def _loop_exists(fr: Frame, bodies: list[Fn], steps: Iterator[Any]) -> Any:
-    (predicate,) = bodies
-    error: EvalError | None = None
-    for _ in steps:
-        try:
-            value = predicate(fr)
-        except EvalError as raised:
-            error = error or raised
-            continue
-        if value is True:
-            return True
-        if value is not False:
-            error = error or no_overload("exists", value)
-    if error is not None:
-        raise error
-    return False
+    return _quantifier(fr, bodies, steps, True, "exists")
 
 
 def _loop_exists_one(fr: Frame, bodies: list[Fn], steps: Iterator[Any]) -> Any:
