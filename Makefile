@@ -50,6 +50,11 @@ unit: venv $(PROMTOOL)
 
 test: lint typecheck unit
 
+# The release notes of a version, from CHANGELOG/<VERSION>.yml: make release-notes VERSION=v0.1.0
+.PHONY: release-notes
+release-notes: $(VENV)/.installed
+	$(PY) tools/release-notes $(VERSION)
+
 bench: venv
 	$(PY) -m benchmarks
 
