@@ -8,7 +8,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from benchmarks import allocator, cel_engines, handler, node_agent, prepare, slices
+from benchmarks import allocator, cel_engines, handler, kubectl_gpu, node_agent, prepare, slices
 from benchmarks.common import build_host
 
 
@@ -22,6 +22,7 @@ def main() -> None:
     prepare.run()
     cel_engines.run()
     allocator.run()
+    kubectl_gpu.run()
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ class FakeApiServer:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._injected: deque[HttpError] = deque()
+        self._refused: dict[str, HttpError] = {}
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
         if tls is not None:  # as in a cluster: the in-cluster client config speaks only https
@@ -105,6 +106,12 @@ class FakeApiServer:
         with self._lock:
             self._injected.extend([HttpError(code, reason, message)] * times)
 
+    def refuse(self, path: str, code: int, reason: str, message: str = "refused") -> None:
+        """Answers every request for ``path`` with this error status from now on (RBAC, a CRD
+        that is not installed)."""
+        with self._lock:
+            self._refused[path] = HttpError(code, reason, message)
+
     def start(self) -> FakeApiServer:
         self._thread.start()
         return self
@@ -123,7 +130,9 @@ class FakeApiServer:
     def record(self, request: RecordedRequest) -> HttpError | None:
         with self._lock:
             self._requests.append(request)
-            return self._injected.popleft() if self._injected else None
+            if self._injected:
+                return self._injected.popleft()
+            return self._refused.get(request.path)
 
     def route(self, path: str) -> Route:
         return route(path, self.resources)

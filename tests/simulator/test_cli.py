@@ -101,6 +101,19 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     assert "kind: PhysicalGPU" in sections[18]
     assert "$ kubectl get resourceslices" in sections[0]
 
+    # The demo ends with the plugin's answers on the simulated cluster.
+    status = sections[18].split("$ kubectl gpu status\n", 1)[1].split("\n\n$ kubectl gpu capacity\n")[0]
+    inference = next(line for line in status.splitlines() if "0000:18:00.0" in line)
+    assert inference.split()[:2] == ["gpu-h100-hgx", "0000:18:00.0"]
+    assert "   MIG   " in inference
+    assert "2x 1g.10gb" in inference
+    assert "demo/inference (pod demo/inference)" in inference
+    assert len(status.splitlines()) == 1 + 14  # the header and every card of the final table
+    capacity = sections[18].split("$ kubectl gpu capacity\n", 1)[1].splitlines()
+    # Eight H100s: one whole (train-big) and two with MIG instances are taken.
+    assert capacity[1].split()[:2] == ["gpu-h100-80gb", "5"]
+    assert capacity[2].split()[:2] == ["gpu-h100-80gb-mig-1g.10gb", str(5 * 7 + 5 + 5)]
+
 
 def test_wide_output_and_a_small_scenario():
     code, out = run("--scenario", "single-a30", "-o", "wide")

@@ -193,11 +193,18 @@ class ClientKube:
 
 
 def load_kube(
-    kubeconfig: str | None = None, *, connect_timeout: float = 5.0, read_timeout: float = 30.0
+    kubeconfig: str | None = None,
+    *,
+    context: str | None = None,
+    connect_timeout: float = 5.0,
+    read_timeout: float = 30.0,
 ) -> ClientKube:
-    """In-cluster config without ``kubeconfig``, else that file; both time out rather than hang."""
+    """In-cluster config without ``kubeconfig``, else that file (several joined with ``:``, as in
+    KUBECONFIG) with ``context`` or its current one; both time out rather than hang."""
     configuration = Configuration()
     if kubeconfig is None:
+        if context is not None:
+            raise ValueError("a context needs a kubeconfig: the in-cluster config has none")
         from kubernetes.config.incluster_config import load_incluster_config  # noqa: PLC0415
 
         load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
@@ -205,7 +212,7 @@ def load_kube(
         from kubernetes.config.kube_config import load_kube_config  # noqa: PLC0415 - oauthlib & co
 
         load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, client_configuration=configuration, persist_config=False
+            config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
         )
     # One retry covers a pooled keep-alive connection the server had closed; more would multiply
     # the timeout when the server is down, and the services back off and retry themselves.

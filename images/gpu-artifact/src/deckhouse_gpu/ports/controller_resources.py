@@ -11,3 +11,7 @@ PODS = Resource("", "v1", "pods", "Pod", namespaced=True, has_status=True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 # gpu-dra-controller: the classes its allocator reads.
 DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False)
+# kubectl gpu explain: the templates of a pending Pod's claims not generated yet.
+RESOURCE_CLAIM_TEMPLATES = Resource(
+    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", namespaced=True
+)

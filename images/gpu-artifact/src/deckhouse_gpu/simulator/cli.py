@@ -19,6 +19,7 @@ import yaml
 
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.sim.scenario import ScenarioError, builtin_names, load_scenario
+from deckhouse_gpu.cmd import kubectl_gpu
 from deckhouse_gpu.domain.inventory.physicalgpu import PRINTER_COLUMNS
 from deckhouse_gpu.domain.inventory.printer_columns import render_table
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
@@ -95,6 +96,13 @@ def show_object(cluster: SimulatedCluster, out: TextIO) -> None:
         out.write(yaml.safe_dump(objects[0], sort_keys=False))
 
 
+def show_kubectl_gpu(cluster: SimulatedCluster, out: TextIO) -> None:
+    """The plugin's answers on the simulated cluster, computed over its in-memory API."""
+    for argv in (["status"], ["capacity"]):
+        print(f"\n$ kubectl gpu {' '.join(argv)}", file=out)
+        kubectl_gpu.report(cluster.api, argv, out)
+
+
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout  # looked up per call: tests and callers may have replaced it
     args = parse_args(argv)
@@ -131,6 +139,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             if step.kind in SLICE_STEPS:
                 show_slices(cluster, out)
         show_object(cluster, out)
+        show_kubectl_gpu(cluster, out)
     except ScenarioError as error:
         print(f"gpu-simulator: {error}", file=sys.stderr)
         return 2

@@ -86,6 +86,18 @@ class Allocator:
         work.placed = [[] for _ in claims]
         return work
 
+    def allocate_next(self, claims: Sequence[Claim], work: SearchPass, state: AllocatedState) -> bool:
+        """Places the last of ``claims`` in a pass that holds the claims before it, as placed by
+        earlier calls: claims allocated one after another on the pass's node, each one kept
+        (kubectl gpu capacity, DESIGN.md D12). With strict semantics the pass holds what the same
+        claims committed one by one would; the scheduler's accounting quirks (F4.4) differ between
+        one pass and several. Only ExactCount requests: "All" is fixed once per pass. Raises what
+        ``allocate`` reports as an error (AllocationError, ClaimError, SelectorFailure)."""
+        if any(a.all_devices for r in claims[-1].requests for a in r.alternatives):
+            raise ClaimError(f"claim {claims[-1].ref}: allocationMode All cannot be placed one by one")
+        work.placed.append([])
+        return self._place(claims, work, state, len(claims) - 1, 0)
+
     def _pools(self, work: SearchPass) -> Iterator[Pool]:
         for pool in work.gathered.pools:
             if pool.invalid:  # 1.34: an invalid pool met while searching aborts the attempt

@@ -17,6 +17,7 @@ import lark
 
 from deckhouse_gpu.domain.cel.device_view import CONSUMABLE_FIELD, DEVICE_FIELDS
 from deckhouse_gpu.domain.cel.errors import CompileError
+from deckhouse_gpu.domain.cel.literals import literal_value
 from deckhouse_gpu.domain.cel.nodes import Fn, Node
 from deckhouse_gpu.domain.cel.typecheck import (
     DYN,
@@ -51,6 +52,9 @@ _WRAPPERS: Final = frozenset(
     {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member"}
 )
 _WRAPPERS_AND_PARENS: Final = _WRAPPERS | {"primary", "paren_expr"}
+MAP_FIELDS: Final = ("attributes", "capacity")  # device fields that are maps of domain to map
+
+DeviceRead = tuple[str, ...]  # ("driver",), ("allowMultipleAllocations",) or (field, domain, id)
 
 
 def unwrap(tree: Any) -> Any:
@@ -65,6 +69,17 @@ def ident_name(tree: Any) -> str | None:
     if isinstance(node, lark.Tree) and node.data == "ident":
         return str(node.children[0])
     return None
+
+
+def string_literal(tree: Any) -> str | None:
+    """The value of a string literal (not bytes); None for anything else."""
+    if not isinstance(tree, lark.Tree) or tree.data != "literal" or not tree.children:
+        return None
+    token = tree.children[0]
+    if not isinstance(token, lark.Token) or token.type not in ("STRING_LIT", "MLSTRING_LIT"):
+        return None
+    value = literal_value(token)
+    return value if isinstance(value, str) else None
 
 
 def expression_list(tree: lark.Tree[Any], index: int) -> list[Any]:
@@ -85,6 +100,15 @@ class CompilerBase:
         self.functions: set[str] = set()
         self.selected_fields: set[str] = set()
         self.binds_variables = False
+        # What the expression can read of ``device``: every ``device.<field>`` and every
+        # ``device.attributes["<domain>"].<id>`` (or capacity, or ``[<id>]``) with literal names.
+        # ``reads_whole`` when it may read more: ``device`` itself, or a map of attributes as a
+        # whole (iterated, sized, tested with ``in`` or ``has()``). Then the result may depend on
+        # anything of the device; otherwise only on these values (capacity counting groups
+        # devices by them, domain/allocation/selector_groups.py).
+        self.device_reads: set[DeviceRead] = set()
+        self.reads_whole = False
+        self._in_read = 0  # compiling the ``device.attributes["<domain>"]`` of a recorded read
 
     def compile(self, tree: Any) -> Node:
         tree = unwrap(tree)  # iteratively: parentheses and precedence levels cost no recursion
@@ -126,6 +150,34 @@ class CompilerBase:
         if name not in self.device_fields:
             raise CompileError(f"undefined field '{name}' of device")
         self.selected_fields.add(name)
+        if name not in MAP_FIELDS:
+            self.device_reads.add((name,))
+        elif not self._in_read:
+            self.reads_whole = True
+
+    def _domain_read(self, tree: Any) -> tuple[str, str] | None:
+        """(field, domain) when ``tree`` is ``device.attributes["<domain>"]`` (or ``capacity``) with a
+        string literal; the caller records the id it reads below and compiles ``tree`` in
+        ``_reading``, so that this map of one domain does not count as read whole."""
+        node = unwrap(tree)
+        if not isinstance(node, lark.Tree) or node.data != "member_index":
+            return None
+        target, key = unwrap(node.children[0]), unwrap(node.children[1])
+        if not isinstance(target, lark.Tree) or target.data != "member_dot":
+            return None
+        field = str(target.children[1])
+        if field not in MAP_FIELDS or not self._is_device(target.children[0]):
+            return None
+        domain = string_literal(key)
+        return None if domain is None else (field, domain)
+
+    def _compile_read(self, tree: Any, read: DeviceRead) -> Node:
+        self.device_reads.add(read)
+        self._in_read += 1
+        try:
+            return self.compile(tree)
+        finally:
+            self._in_read -= 1
 
     def _is_device(self, tree: Any) -> bool:
         return self.declares_device and ident_name(tree) == "device" and self._local("device") is None

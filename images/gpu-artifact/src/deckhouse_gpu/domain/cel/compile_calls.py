@@ -90,9 +90,16 @@ class CallCompiler(CompilerBase):
         if not isinstance(select, lark.Tree) or select.data != "member_dot":
             raise CompileError("invalid argument to has() macro")
         target_tree, name = select.children[0], str(select.children[1])
+        domain = self._domain_read(target_tree)
         if self._is_device(target_tree):
             self._device_field(name)
-        target_node = self.compile(target_tree)
+            whole = self.reads_whole
+            target_node = self.compile(target_tree)
+            self.reads_whole = whole  # of ``device`` itself, only whether the field is there is read
+        elif domain is not None:  # the presence of one id: a read of its value or of its absence
+            target_node = self._compile_read(target_tree, (*domain, name))
+        else:
+            target_node = self.compile(target_tree)
         if target_node.type not in (DYN, DEVICE_TYPE):
             self._selectable(target_node, name)
         target = target_node.fn

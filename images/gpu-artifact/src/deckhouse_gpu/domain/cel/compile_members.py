@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import lark
 
-from deckhouse_gpu.domain.cel.compile_base import CompilerBase, expression_list
+from deckhouse_gpu.domain.cel.compile_base import CompilerBase, expression_list, string_literal, unwrap
 from deckhouse_gpu.domain.cel.errors import CompileError, EvalError
 from deckhouse_gpu.domain.cel.literals import literal_value
 from deckhouse_gpu.domain.cel.nodes import Frame, Node, constant_node
@@ -45,7 +45,11 @@ class MemberCompiler(CompilerBase):
                     raise EvalError(f"no such field: {name}") from None
 
             return Node(device_field, static=FIELD_TYPES[name])
-        target_node = self.compile(target_tree)
+        domain = self._domain_read(target_tree)
+        if domain is not None:
+            target_node = self._compile_read(target_tree, (*domain, name))
+        else:
+            target_node = self.compile(target_tree)
         static = self._selectable(target_node, name)
         target = target_node.fn
 
@@ -58,7 +62,12 @@ class MemberCompiler(CompilerBase):
 
     def visit_member_index(self, tree: lark.Tree[Any]) -> Node:
         target_tree, key_tree = tree.children
-        target_node, key = self.compile(target_tree), self.compile(key_tree)
+        domain, name = self._domain_read(target_tree), string_literal(unwrap(key_tree))
+        if domain is not None and name is not None:
+            target_node = self._compile_read(target_tree, (*domain, name))
+        else:
+            target_node = self.compile(target_tree)
+        key = self.compile(key_tree)
         if target_node.type != DYN and type_kind(target_node.type) not in ("list", "map"):
             raise no_matching("_[_]", target_node.type, key.type)
         static, target = element_type(target_node.type), target_node.fn
@@ -98,6 +107,8 @@ class MemberCompiler(CompilerBase):
 
     def _variable(self, name: str, local: bool) -> Node:
         static = self._local(name) if local else None
+        if static is None and name == "device" and self.declares_device:
+            self.reads_whole = True  # ``device`` as a value: anything of it may be read
         if static is not None or (name == "device" and self.declares_device):
 
             def variable(fr: Frame) -> Any:

@@ -49,7 +49,7 @@ def _split_key(key: str, driver: str) -> tuple[str, str]:
     return (domain, name) if slash else (driver, key)
 
 
-def _attribute_value(key: str, attribute: Any) -> Any:
+def attribute_value(key: str, attribute: Any) -> Any:
     """The value of one ResourceSlice attribute; ValueError as upstream's getAttributeValue fails."""
     if not isinstance(attribute, Mapping):
         raise ValueError(f"attribute {key}: unsupported attribute value")
@@ -82,7 +82,7 @@ def device_view(driver: str, device: Mapping[str, Any], *, consumable_capacity: 
     try:
         for key, attribute in (device.get("attributes") or {}).items():
             domain, name = _split_key(str(key), driver)
-            attributes.setdefault(domain, {})[name] = _attribute_value(str(key), attribute)
+            attributes.setdefault(domain, {})[name] = attribute_value(str(key), attribute)
         for key, entry in (device.get("capacity") or {}).items():
             domain, name = _split_key(str(key), driver)
             value = entry.get("value") if isinstance(entry, Mapping) else None

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from deckhouse_gpu.domain.cel.compile_base import DeviceRead
 from deckhouse_gpu.domain.cel.compiler import compile_expression, compile_tree
 from deckhouse_gpu.domain.cel.device_view import DeviceView
 from deckhouse_gpu.domain.cel.errors import (
@@ -38,16 +39,25 @@ CACHE_SIZE: Final = 4096  # compiled expressions kept per engine
 class CompiledSelector:
     """One expression, compiled; :meth:`matches` evaluates it for a device."""
 
-    __slots__ = ("_fn", "_private_scope", "device_fields", "expression", "functions")
+    __slots__ = ("_fn", "_private_scope", "device_fields", "device_reads", "expression", "functions")
 
     def __init__(
-        self, expression: str, fn: Fn, private_scope: bool, functions: frozenset[str], fields: frozenset[str]
+        self,
+        expression: str,
+        fn: Fn,
+        private_scope: bool,
+        functions: frozenset[str],
+        fields: frozenset[str],
+        reads: frozenset[DeviceRead] | None = None,
     ) -> None:
         self.expression = expression
         self._fn = fn
         self._private_scope = private_scope
         self.functions = functions  # every function, method and macro called
         self.device_fields = fields  # the fields selected on ``device``
+        # The only values of ``device`` the result depends on (see ``CompilerBase.device_reads``);
+        # None when it may depend on anything of the device.
+        self.device_reads = reads
 
     def matches(self, device: DeviceView) -> bool:
         """True or False for the device; SelectorError where the scheduler gets an error."""
@@ -164,4 +174,5 @@ class SelectorEngine:
             compiler.binds_variables,
             frozenset(compiler.functions),
             frozenset(compiler.selected_fields),
+            None if compiler.reads_whole else frozenset(compiler.device_reads),
         )

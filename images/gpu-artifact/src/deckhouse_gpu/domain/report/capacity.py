@@ -1,0 +1,62 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""``kubectl gpu capacity``: how many more claims of one device of each DeviceClass fit, per node
+and in the cluster, as the module's allocator places them (``allocation.capacity_of``).
+
+Nodes are counted one by one, each from what is allocated now; the cluster's figure is their sum.
+Devices several nodes can reach (slices with ``allNodes`` or a node selector; the module
+publishes none) are counted on each of those nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from deckhouse_gpu.domain.allocation.capacity_of import CapacityCounter, probe
+from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
+from deckhouse_gpu.domain.allocation.claims import DeviceClass
+from deckhouse_gpu.domain.allocation.model import Inventory
+from deckhouse_gpu.domain.allocation.node_match import Node
+from deckhouse_gpu.domain.allocation.search import Allocator
+from deckhouse_gpu.domain.allocation.selector_groups import SelectorGroups
+from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.domain.allocation.state import AllocatedState
+
+
+@dataclass
+class ClassCapacity:
+    device_class: str
+    total: int = 0
+    nodes: dict[str, int] = field(default_factory=dict)  # nodes with room for at least one claim
+    errors: dict[str, str] = field(default_factory=dict)  # nodes where the allocator failed
+    unlimited: list[str] = field(default_factory=list)  # nodes with a device shared without end
+
+
+def capacity(
+    inventory: Inventory,
+    classes: Mapping[str, DeviceClass],
+    state: AllocatedState,
+    semantics: Semantics,
+    nodes: Sequence[Node],
+) -> list[ClassCapacity]:
+    """One entry per class, by name. ``semantics`` must be strict (see ``capacity_of``)."""
+    matcher = CelMatcher(consumable_capacity=semantics.consumable)
+    allocator = Allocator(inventory, semantics, matcher)
+    ordered = [classes[name] for name in sorted(classes)]
+    groups = SelectorGroups(matcher, [e for c in ordered for e in c.selectors])
+    probes = [probe(device_class, allocator) for device_class in ordered]
+    counter = CapacityCounter(allocator, state, groups)
+    found = {c.name: ClassCapacity(c.name) for c in ordered}
+    for node in sorted(nodes, key=lambda n: n.name):
+        for count in counter.count(probes, node):
+            entry = found[count.device_class]
+            if count.fits:
+                entry.nodes[count.node] = count.fits
+                entry.total += count.fits
+            if count.error:
+                entry.errors[count.node] = count.error
+            if count.unlimited:
+                entry.unlimited.append(count.node)
+    return [found[c.name] for c in ordered]

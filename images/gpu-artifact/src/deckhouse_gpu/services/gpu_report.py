@@ -1,0 +1,129 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""The three answers of ``kubectl gpu`` over the KubeAPI port (DESIGN.md D12): the cluster is read
+once (``ClusterReads``), the domain computes (``domain/report``). The real client and the
+simulator's in-memory API serve it alike."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
+from deckhouse_gpu.domain.allocation.claims import Claim, ClaimError, parse_claim
+from deckhouse_gpu.domain.allocation.model import Inventory, build_inventory
+from deckhouse_gpu.domain.allocation.search import Allocator
+from deckhouse_gpu.domain.allocation.selector_groups import SelectorGroups
+from deckhouse_gpu.domain.allocation.state import allocated_state
+from deckhouse_gpu.domain.report import capacity as capacity_report
+from deckhouse_gpu.domain.report.cards import CardRow, card_rows, counters_left
+from deckhouse_gpu.domain.report.holders import claim_ref, device_index, holders
+from deckhouse_gpu.domain.report.pending import PodExplanation, explain_pod
+from deckhouse_gpu.domain.report.pod_claims import ALLOCATED, MISSING, pod_claims, pod_ref, template_names
+from deckhouse_gpu.ports.kube import KubeAPI
+from deckhouse_gpu.services.cluster_reads import ClusterReads, InputError
+
+
+@dataclass
+class StatusReport:
+    cards: list[CardRow]
+    problems: list[str]  # slices or claims that could not be read
+
+
+@dataclass
+class CapacityReport:
+    kubernetes: str  # the allocator's semantics: "1.34" or "1.35"
+    classes: list[capacity_report.ClassCapacity]
+    nodes: list[str]  # the nodes counted
+    problems: list[str]  # classes, slices or claims that could not be used
+
+
+def status(api: KubeAPI, only_nodes: Sequence[str] = ()) -> StatusReport:
+    reads = ClusterReads(api)
+    cards = reads.cards()
+    known = {str((c.get("status") or {}).get("nodeInfo", {}).get("nodeName") or "") for c in cards}
+    unknown = [node for node in only_nodes if node not in known]
+    if unknown:
+        raise InputError(f"no PhysicalGPU on node {', '.join(unknown)}")
+    semantics = reads.semantics(strict=True)
+    claims, inventory = reads.claims(), build_inventory(reads.slices())
+    state = allocated_state(claims, semantics.consumable)
+    if only_nodes:
+        cards = [
+            c for c in cards if (c.get("status") or {}).get("nodeInfo", {}).get("nodeName") in only_nodes
+        ]
+    rows = card_rows(
+        cards, claims, device_index(inventory), counters_left(inventory, state, semantics), state.shares
+    )
+    return StatusReport(rows, [*inventory.problems, *state.problems])
+
+
+def capacity(api: KubeAPI, only_class: str | None = None, only_node: str | None = None) -> CapacityReport:
+    reads = ClusterReads(api)
+    semantics = reads.semantics(strict=True)  # what the hardware has room for (capacity_of)
+    classes, problems = reads.classes()
+    if only_class is not None:
+        if only_class not in classes:
+            raise InputError(f'DeviceClass "{only_class}" not found')
+        classes = {only_class: classes[only_class]}
+    nodes = reads.nodes()
+    if only_node is not None:
+        nodes = [n for n in nodes if n.name == only_node]
+        if not nodes:
+            raise InputError(f'node "{only_node}" not found')
+    inventory = build_inventory(reads.slices())
+    state = allocated_state(reads.claims(), semantics.consumable)
+    found = capacity_report.capacity(inventory, classes, state, semantics, nodes)
+    names = sorted(n.name for n in nodes)
+    return CapacityReport(semantics.version, found, names, [*problems, *inventory.problems, *state.problems])
+
+
+def explain(api: KubeAPI, namespace: str, name: str) -> PodExplanation:
+    reads = ClusterReads(api)
+    pod = reads.pod(namespace, name)
+    phase = str((pod.get("status") or {}).get("phase") or "")
+    if phase != "Pending":
+        raise InputError(f"pod {pod_ref(pod)} is {phase or 'in no phase'}, not Pending: nothing to explain")
+    if not (pod.get("spec") or {}).get("resourceClaims"):
+        raise InputError(f"pod {pod_ref(pod)} has no resource claims: nothing to explain")
+    semantics = reads.semantics(strict=False)  # the scheduler's, whose decision is explained
+    claims = reads.claims()
+    found = pod_claims(
+        pod, {claim_ref(c): c for c in claims}, reads.templates(namespace, template_names(pod))
+    )
+    explanation = PodExplanation(
+        pod_ref(pod), phase, (pod.get("spec") or {}).get("nodeName"), found, problems=[]
+    )
+    explanation.problems += [c.problem for c in found if c.state == MISSING and c.problem]
+    classes, _ = reads.classes()
+    inventory = build_inventory(reads.slices())
+    state = allocated_state(claims, semantics.consumable)
+    parsed = []
+    for claim in found:
+        if claim.state in (ALLOCATED, MISSING) or claim.obj is None:
+            continue
+        try:
+            parsed.append(parse_claim(claim.obj, classes, semantics))
+        except ClaimError as error:
+            explanation.problems.append(str(error))
+    matcher = CelMatcher(consumable_capacity=semantics.consumable)
+    _warm(matcher, parsed, inventory)
+    allocator = Allocator(inventory, semantics, matcher)
+    held = holders(claims, device_index(inventory))
+    return explain_pod(explanation, allocator, parsed, reads.nodes(), state, held)
+
+
+def _warm(matcher: CelMatcher, parsed: Sequence[Claim], inventory: Inventory) -> None:
+    """Every request's selectors judged once per group of alike devices (``SelectorGroups``):
+    explain judges each device of each node, which would otherwise evaluate them device by device."""
+    selectors = [
+        (*a.device_class.selectors, *a.selectors)
+        for claim in parsed
+        for request in claim.requests
+        for a in request.alternatives
+    ]
+    groups = SelectorGroups(matcher, [e for expressions in selectors for e in expressions])
+    devices = [device for item in inventory.slices for device in item.devices]
+    for expressions in selectors:
+        groups.warm(expressions, devices)
