@@ -13,8 +13,8 @@ from typing import Any, Final
 import lark
 
 from deckhouse_gpu.domain.cel.compile_base import CompilerBase, unwrap
+from deckhouse_gpu.domain.cel.comprehensions import decide
 from deckhouse_gpu.domain.cel.costs import compare_cost, concat_cost
-from deckhouse_gpu.domain.cel.errors import EvalError
 from deckhouse_gpu.domain.cel.nodes import Fn, Frame, Node, typed
 from deckhouse_gpu.domain.cel.operators import (
     add_values,
@@ -188,20 +188,7 @@ def _logical(operands: list[Fn], is_or: bool) -> Fn:
     name = "_||_" if is_or else "_&&_"
 
     def logical(fr: Frame) -> Any:
-        error: EvalError | None = None
-        for operand in operands:
-            try:
-                value = operand(fr)
-            except EvalError as raised:
-                error = error or raised
-                continue
-            if value is decisive:
-                return decisive
-            if value is not (not decisive):
-                error = error or no_overload(name, value)
-        if error is not None:
-            raise error
-        return not decisive
+        return decide(fr, operands, decisive, name)
 
     return logical
 

@@ -32,14 +32,14 @@ def _check_cost(fr: Frame) -> None:
         raise CostExceeded
 
 
-def _quantifier(fr: Frame, bodies: list[Fn], steps: Iterator[Any], decisive: bool, name: str) -> Any:
-    """all (decisive False) and exists (decisive True): the first decisive value wins even after an
-    error, as cel-go's logical operators absorb errors; otherwise the first error is raised."""
-    (predicate,) = bodies
+def decide(fr: Frame, fns: Iterable[Fn], decisive: bool, name: str) -> Any:
+    """CEL's error-absorbing logic, shared by ``||``/``&&`` and ``exists``/``all``: the first
+    ``decisive`` value wins even after an error on another operand or element; otherwise the first
+    error (or a non-bool) is raised, and with none the result is ``not decisive``."""
     error: EvalError | None = None
-    for _ in steps:
+    for fn in fns:
         try:
-            value = predicate(fr)
+            value = fn(fr)
         except EvalError as raised:
             error = error or raised
             continue
@@ -53,11 +53,13 @@ def _quantifier(fr: Frame, bodies: list[Fn], steps: Iterator[Any], decisive: boo
 
 
 def _loop_all(fr: Frame, bodies: list[Fn], steps: Iterator[Any]) -> Any:
-    return _quantifier(fr, bodies, steps, False, "all")
+    (predicate,) = bodies
+    return decide(fr, (predicate for _ in steps), False, "all")
 
 
 def _loop_exists(fr: Frame, bodies: list[Fn], steps: Iterator[Any]) -> Any:
-    return _quantifier(fr, bodies, steps, True, "exists")
+    (predicate,) = bodies
+    return decide(fr, (predicate for _ in steps), True, "exists")
 
 
 def _loop_exists_one(fr: Frame, bodies: list[Fn], steps: Iterator[Any]) -> Any:
