@@ -85,23 +85,15 @@ def ready_gpu_nodes(gpus: Iterable[Any]) -> set[str]:
     }
 
 
-def managed_nodes(nodes: Iterable[Any], settings: Mapping[str, Any]) -> set[str]:
+def _managed(by_name: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> set[str]:
     managed = settings.get("managedNodes") or {}
     opt_out = managed.get("optOutLabel") or DEFAULT_OPT_OUT_LABEL
     selector = managed.get("nodeSelector") or {}
     return {
         name
-        for name, labels in _nodes(nodes).items()
+        for name, labels in by_name.items()
         if opt_out not in labels and all(labels.get(key) == value for key, value in selector.items())
     }
-
-
-def validator_nodes(gpus: Iterable[Any], nodes: Iterable[Any], settings: Mapping[str, Any]) -> set[str]:
-    return gpu_nodes(gpus) & managed_nodes(nodes, settings)
-
-
-def handler_nodes(gpus: Iterable[Any], nodes: Iterable[Any], settings: Mapping[str, Any]) -> set[str]:
-    return ready_gpu_nodes(gpus) & managed_nodes(nodes, settings)
 
 
 def label_patches(gpus: Iterable[Any], nodes: Iterable[Any], settings: Mapping[str, Any]) -> list[LabelPatch]:
@@ -109,13 +101,15 @@ def label_patches(gpus: Iterable[Any], nodes: Iterable[Any], settings: Mapping[s
 
     Only nodes whose labels differ are patched, so a steady cluster costs no API write.
     """
-    gpus, nodes = list(gpus or ()), list(nodes or ())
+    gpus = list(gpus or ())
+    by_name = _nodes(nodes)
+    managed = _managed(by_name, settings)
     wanted = {
-        VALIDATOR_LABEL: validator_nodes(gpus, nodes, settings),
-        HANDLER_LABEL: handler_nodes(gpus, nodes, settings),
+        VALIDATOR_LABEL: gpu_nodes(gpus) & managed,
+        HANDLER_LABEL: ready_gpu_nodes(gpus) & managed,
     }
     patches = []
-    for name, labels in sorted(_nodes(nodes).items()):
+    for name, labels in sorted(by_name.items()):
         change: dict[str, str | None] = {}
         for label, members in wanted.items():
             if name in members and labels.get(label) != LABEL_VALUE:
