@@ -18,6 +18,7 @@ the other kinds in k8s_other_kinds.py; this module applies them to whole objects
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 
@@ -96,6 +97,7 @@ def object_errors(obj: Obj, size: int | None = None) -> list[str]:
     return [f"{obj['kind']}/{name}: {error}" for error in errors]
 
 
-def iter_errors(objects: Iterable[Obj], sizes: Iterable[int]) -> Iterator[str]:
-    for obj, size in zip(objects, sizes, strict=True):
-        yield from object_errors(obj, size)
+def iter_errors(objects: Iterable[Obj]) -> Iterator[str]:
+    """Every rule over every object, sized as the API server stores it (compact JSON)."""
+    for obj in objects:
+        yield from object_errors(obj, len(json.dumps(obj, separators=(",", ":")).encode()))
