@@ -112,16 +112,22 @@ def run(
     return EXIT_YES if answer else EXIT_NO
 
 
-def report(api: KubeAPI, argv: list[str], out: TextIO, colour: bool = False) -> int:
-    """The command line ``argv`` against an API at hand (the simulator's), without a kubeconfig."""
+def _answered(command: Callable[[], int]) -> int:
+    """The command's exit code, or the code and one line on stderr for what stopped it."""
     try:
-        return run(api, parser().parse_args(argv), out, colour=colour)
+        return command()
     except InputError as error:
         _error(str(error))
         return EXIT_INPUT
     except ClusterError as error:
         _error(str(error))
         return EXIT_CLUSTER
+
+
+def report(api: KubeAPI, argv: list[str], out: TextIO, colour: bool = False) -> int:
+    """The command line ``argv`` against an API at hand (the simulator's), without a kubeconfig."""
+    args = parser().parse_args(argv)
+    return _answered(lambda: run(api, args, out, colour=colour))
 
 
 def _error(message: str) -> None:
@@ -150,13 +156,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         _error(str(error))
         return EXIT_CLUSTER
     try:
-        return run(api, args, out, namespace, _colour(out))
-    except InputError as error:
-        _error(str(error))
-        return EXIT_INPUT
-    except ClusterError as error:
-        _error(str(error))
-        return EXIT_CLUSTER
+        return _answered(lambda: run(api, args, out, namespace, _colour(out)))
     finally:
         api.close()
 
