@@ -32,7 +32,9 @@ def test_physical_and_mig_devices_are_identified_from_their_offer_names():
         "gpus/w1",
         CARDS,
     )
-    assert plans[0] == DevicePlan("gpu", "gpus/w1", "gpu-0000-17-00-0", A30, "Physical")
+    uuid = CARDS[0]["status"]["currentState"]["nvidia"]["gpuUUID"]
+    assert uuid.startswith("GPU-")  # an MPS daemon of the card needs it
+    assert plans[0] == DevicePlan("gpu", "gpus/w1", "gpu-0000-17-00-0", A30, "Physical", uuid=uuid)
     mig = plans[1]
     assert (mig.card, mig.kind, mig.profile_id, mig.placement_start, mig.placement_size) == (
         "0000:31:00.0",

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
 from deckhouse_gpu.domain.prepare.plan import KINDS, DevicePlan
 
@@ -29,6 +30,7 @@ CHECKSUM_PREFIX = "sha256:"
 
 type State = Literal["PrepareStarted", "PrepareCompleted"]
 STATES: tuple[State, ...] = ("PrepareStarted", "PrepareCompleted")
+SHARING_STRATEGIES = ("TimeSlicing", "MPS")
 
 
 class CorruptCheckpoint(ValueError):
@@ -162,6 +164,11 @@ _DEVICE_FIELDS: dict[str, tuple[str, type, bool]] = {
     "profile_id": ("profileID", int, False),
     "placement_start": ("placementStart", int, False),
     "placement_size": ("placementSize", int, False),
+    "uuid": ("uuid", str, False),
+    "sharing": ("sharing", str, False),
+    "time_slice": ("timeSlice", str, False),
+    "mps_threads": ("mpsThreadPercentage", int, False),
+    "mps_memory_mib": ("mpsMemoryLimitMiB", int, False),
 }
 _MIG_FIELDS: dict[str, tuple[str, type, bool]] = {
     "card": ("card", str, True),
@@ -260,4 +267,8 @@ def _entry(raw: Any, path: str) -> ClaimEntry:
 def _device(raw: Any, path: str) -> DevicePlan:
     values = _flat_values(raw, path, _DEVICE_FIELDS)
     _one_of(values["kind"], f"{path}.kind", KINDS)
+    if values["sharing"] is not None:
+        _one_of(values["sharing"], f"{path}.sharing", SHARING_STRATEGIES)
+    if values["time_slice"] is not None:
+        _one_of(values["time_slice"], f"{path}.timeSlice", tuple(str(i) for i in TimeSliceInterval))
     return DevicePlan(**values)

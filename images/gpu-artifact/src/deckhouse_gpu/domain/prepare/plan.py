@@ -34,6 +34,13 @@ class DevicePlan:
     profile_id: int | None = None  # MIG only: GPU instance profile and placement to create
     placement_start: int | None = None
     placement_size: int | None = None
+    uuid: str | None = None  # Physical: the card's UUID (an MPS daemon's CUDA_VISIBLE_DEVICES)
+    # Filled by prepare from the device's config (domain/prepare/sharing.py); the checkpoint keeps
+    # them, so what a card must be set to is known from the checkpoint alone.
+    sharing: str | None = None  # "TimeSlicing" | "MPS"
+    time_slice: str | None = None
+    mps_threads: int | None = None
+    mps_memory_mib: int | None = None
 
 
 class PlanError(ValueError):
@@ -62,7 +69,8 @@ def device_plan(result: Mapping[str, Any], cards: Iterable[Mapping[str, Any]]) -
         request, pool = str(result.get("request", "")), str(result.get("pool", ""))
         share = result.get("shareID") or None
         if device == physical_name(address):
-            return DevicePlan(request, pool, device, address, "Physical", share_id=share)
+            uuid = (((card.get("status") or {}).get("currentState") or {}).get("nvidia") or {}).get("gpuUUID")
+            return DevicePlan(request, pool, device, address, "Physical", share_id=share, uuid=uuid or None)
         mig = _mig_offers(card).get(device)
         if mig is not None:
             profile_id, start, size = mig
