@@ -33,6 +33,10 @@ PHYSICAL_PLAN = DevicePlan(
     card="0000:31:00.0",
     kind="Physical",
     share_id="s-1",
+    uuid="GPU-31",
+    sharing="MPS",
+    mps_threads=25,
+    mps_memory_mib=6144,
 )
 INSTANCE = MigInstance(CARD, 5, 0, 14, 2, 1, "MIG-11111111-2222-3333-4444-555555555555")
 
@@ -68,6 +72,13 @@ def test_round_trip_keeps_every_field():
     assert entry.mig_enabled_cards == (CARD,)
     assert entry.updated == "2026-11-21T12:00:00Z"
     assert decoded.checkpoint.claims["uid-b"].mig_disabled_cards == (PHYSICAL_PLAN.card,)
+    shared = decoded.checkpoint.claims["uid-b"].devices[0]  # what a card must be set to after a crash
+    assert (shared.uuid, shared.sharing, shared.mps_threads, shared.mps_memory_mib) == (
+        "GPU-31",
+        "MPS",
+        25,
+        6144,
+    )
 
 
 def test_file_layout_is_versioned_with_a_checksum_and_omits_empty_options():
@@ -78,7 +89,8 @@ def test_file_layout_is_versioned_with_a_checksum_and_omits_empty_options():
     assert document["checksum"] == checksum(document)
     assert document["claims"]["uid-b"]["devices"] == [
         {"request": "whole", "pool": "w1", "device": "gpu-0000-31-00-0", "card": "0000:31:00.0",
-         "kind": "Physical", "shareID": "s-1"},
+         "kind": "Physical", "shareID": "s-1", "uuid": "GPU-31", "sharing": "MPS",
+         "mpsThreadPercentage": 25, "mpsMemoryLimitMiB": 6144},
     ]  # fmt: skip
     assert document["claims"]["uid-a"]["mig"][0]["gpuInstanceID"] == 5
     assert document["claims"]["uid-a"]["cdiDeviceIDs"] == {
@@ -199,6 +211,18 @@ def _set(path, value):
             "claims.uid-a.devices[0].profileID: expected an integer, got str",
         ),
         (_set(["claims", "uid-a", "mig", 0, "uuid"], None), "claims.uid-a.mig[0].uuid: missing"),
+        (
+            _set(["claims", "uid-b", "devices", 0, "sharing"], "Spatial"),
+            "claims.uid-b.devices[0].sharing: 'Spatial' is not one of TimeSlicing, MPS",
+        ),
+        (
+            _set(["claims", "uid-b", "devices", 0, "timeSlice"], "Forever"),
+            "claims.uid-b.devices[0].timeSlice: 'Forever' is not one of Default, Short",
+        ),
+        (
+            _set(["claims", "uid-b", "devices", 0, "mpsThreadPercentage"], "25"),
+            "claims.uid-b.devices[0].mpsThreadPercentage: expected an integer, got str",
+        ),
         (
             _set(["claims", "uid-a", "mig", 0, "placementSize"], 1.5),
             "claims.uid-a.mig[0].placementSize: expected an integer, got float",

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery
 from deckhouse_gpu.adapters.cdi_writer import CdiWriter
@@ -41,7 +43,11 @@ class FileClaimCDI:
         return replace(self._files, device_nodes=self.discovery.device_nodes())
 
     def write_claim(
-        self, claim_uid: str, devices: tuple[DevicePlan, ...], mig: tuple[MigRecord, ...]
+        self,
+        claim_uid: str,
+        devices: tuple[DevicePlan, ...],
+        mig: tuple[MigRecord, ...],
+        edits: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> dict[str, tuple[str, ...]]:
         instances: dict[tuple[str, int | None], MigRecord] = {(r.card, r.placement_start): r for r in mig}
         entries = []
@@ -51,7 +57,7 @@ class FileClaimCDI:
             if plan.kind == "MIG":
                 record = instances[(plan.card, plan.placement_start)]
                 caps = self.discovery.mig_caps(card.minor, record.gpu_instance_id, record.compute_instance_id)
-            entries.append(ClaimDevice(plan.device, card, caps))
+            entries.append(ClaimDevice(plan.device, card, caps, (edits or {}).get(plan.device)))
         spec = claim_spec(self.driver_files(), claim_uid, entries)
         self.writer.write_claim(claim_uid, spec)
         return {plan.device: (qualified_id(claim_device_name(claim_uid, plan.device)),) for plan in devices}

@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
@@ -13,9 +14,16 @@ from deckhouse_gpu.domain.prepare.plan import DevicePlan
 
 class ClaimCDI(Protocol):
     def write_claim(
-        self, claim_uid: str, devices: tuple[DevicePlan, ...], mig: tuple[MigRecord, ...]
+        self,
+        claim_uid: str,
+        devices: tuple[DevicePlan, ...],
+        mig: tuple[MigRecord, ...],
+        edits: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> dict[str, tuple[str, ...]]:
-        """Writes the claim's transient spec; the fully qualified CDI ids per device name."""
+        """Writes the claim's transient spec; the fully qualified CDI ids per device name.
+
+        ``edits``: device name -> container edits of that device alone (env, mounts), added to
+        its nodes (an MPS client's pipe directory and limits)."""
         ...
 
     def delete_claim(self, claim_uid: str) -> None:

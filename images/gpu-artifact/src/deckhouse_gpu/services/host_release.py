@@ -16,6 +16,8 @@ from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.mig import MigControl, MigError
+from deckhouse_gpu.services.sharing_host import SharingHost
+from deckhouse_gpu.services.sharing_settle import card_settings_of, settle_cards, stop_unwanted
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +25,22 @@ Save = Callable[[Checkpoint], None]
 
 
 def release(
-    entry: ClaimEntry, checkpoint: Checkpoint, mig: MigControl, cdi: ClaimCDI, save: Save
+    entry: ClaimEntry,
+    checkpoint: Checkpoint,
+    mig: MigControl,
+    cdi: ClaimCDI,
+    save: Save,
+    sharing: SharingHost | None = None,
+    strict: bool = True,
 ) -> Checkpoint:
-    """Destroys the claim's MIG instances, switches MIG off where the claim switched it on and
-    nothing else uses it, switches it on again where an unfinished prepare switched it off,
-    deletes the claim's CDI spec and drops the entry."""
+    """Stops the MPS daemons only this claim used, destroys the claim's MIG instances, switches
+    MIG off where the claim switched it on and nothing else uses it, switches it on again where an
+    unfinished prepare switched it off, gives its cards the sharing settings the other claims need
+    (``strict``: a failure raises and the entry stays, so the kubelet's retry resumes), deletes
+    the claim's CDI spec and drops the entry."""
+    if sharing is not None:
+        # First: an MPS server holds its MIG instance and its card's compute mode.
+        stop_unwanted(checkpoint.without(entry.uid), sharing)
     current = entry
     for record in entry.mig:
         mig.destroy_instance(record.card, record.gpu_instance_id, record.compute_instance_id)
@@ -45,6 +58,8 @@ def release(
     if entry.state == "PrepareStarted":
         for card in entry.mig_disabled_cards:
             _enable_again(card, entry.uid, checkpoint, mig)
+    if sharing is not None:
+        settle_cards(card_settings_of(entry.devices), checkpoint.without(entry.uid), sharing, strict)
     cdi.delete_claim(entry.uid)
     checkpoint = checkpoint.without(entry.uid)
     save(checkpoint)

@@ -26,11 +26,21 @@ from deckhouse_gpu.ports.clock import Clock, rfc3339
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PreparedDevice, PrepareResult
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound
 from deckhouse_gpu.ports.mig import MigControl, MigError
+from deckhouse_gpu.ports.sharing import SharingError
 from deckhouse_gpu.services.claim_status import clear_devices, publish_devices
+from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.host_release import release
 from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS, PrepareContext, PrepareError, run_steps
+from deckhouse_gpu.services.sharing_host import SharingHost
+from deckhouse_gpu.services.sharing_settle import settle_node, start_wanted
 
 log = logging.getLogger(__name__)
+
+
+def claim_object(entry: ClaimEntry) -> dict[str, Any]:
+    """What an Event about the entry's claim regards."""
+    meta = {"name": entry.name, "namespace": entry.namespace, "uid": entry.uid}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta}
 
 
 def prepared_devices(entry: ClaimEntry) -> tuple[PreparedDevice, ...]:
@@ -66,11 +76,14 @@ class PrepareService:
         clock: Clock,
         offers: OfferFollower | None = None,
         after_step: Callable[[str], None] | None = None,
+        sharing: SharingHost | None = None,
+        events: EventRecorder | None = None,
     ) -> None:
         self.api, self.node_name, self.store, self.lock = api, node_name, store, lock
         self.mig, self.cdi, self.clock = mig, cdi, clock
         self.offers = offers
         self.after_step = after_step
+        self.sharing, self.events = sharing, events
         self.modes: dict[str, ActiveMode] = {}  # what offers must respect; refreshed after every call
 
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
@@ -103,6 +116,7 @@ class PrepareService:
             now,
             cards=cards,
             pool=pool_name(self.node_name),
+            sharing=self.sharing,
         )
         try:
             entry = checkpoint.get(claim.uid)
@@ -150,8 +164,8 @@ class PrepareService:
                     errors[claim.uid] = ""
                     continue
                 try:
-                    checkpoint = release(entry, checkpoint, self.mig, self.cdi, self.store.save)
-                except (MigError, OSError) as error:
+                    checkpoint = release(entry, checkpoint, self.mig, self.cdi, self.store.save, self.sharing)
+                except (MigError, SharingError, OSError) as error:
                     errors[claim.uid] = f"unprepare failed, the kubelet retries: {error}"
                     continue
                 errors[claim.uid] = ""
@@ -167,7 +181,15 @@ class PrepareService:
             checkpoint = decoded.checkpoint
             for entry in decoded.dropped_after_reboot:
                 # Nothing of it survived the reboot on the GPU; its spec and MIG mode may have.
-                checkpoint = release(entry, checkpoint.with_entry(entry), self.mig, self.cdi, self.store.save)
+                checkpoint = release(
+                    entry,
+                    checkpoint.with_entry(entry),
+                    self.mig,
+                    self.cdi,
+                    self.store.save,
+                    self.sharing,
+                    strict=False,
+                )
             if decoded.corrupt_reason or self.store.corrupted_before():
                 # Without a checkpoint nobody knows which instances running Pods still use: keep
                 # them (also on later restarts, until the corrupt copy is removed by a person).
@@ -191,6 +213,8 @@ class PrepareService:
                         )
             for uid in self.cdi.claims_with_specs() - set(checkpoint.claims):
                 self.cdi.delete_claim(uid)
+            if self.sharing is not None:
+                settle_node(checkpoint, self.sharing, self._card_addresses())
             self.store.save(checkpoint)
             self._modes_changed(checkpoint)
         # A crash after PrepareCompleted but before the status write leaves the claim without it;
@@ -208,13 +232,37 @@ class PrepareService:
     def _cards(self) -> list[Any]:
         return self.api.list(PHYSICAL_GPUS, label_selector=node_selector(self.node_name)).items
 
-    def _mig_cards(self) -> list[str]:
+    def keep_daemons(self) -> list[str]:
+        """Starts again the MPS daemons that claims use but that are gone (a Pod deleted by hand,
+        evicted, lost with its node's restart); an Event on each claim says so. Called periodically."""
+        if self.sharing is None:
+            return []
+        with self.lock():
+            checkpoint = self._load()
+            started = start_wanted(checkpoint, self.sharing)
+        for daemon in started:
+            log.warning("MPS daemon was gone and is started again", extra={"pod": daemon.name})
+            for entry in checkpoint.claims.values():
+                if self.events is not None and any(plan.device == daemon.unit for plan in entry.devices):
+                    self.events.record(
+                        claim_object(entry),
+                        "Warning",
+                        "MPSDaemonRecreated",
+                        f"MPS daemon Pod {daemon.name} for {daemon.unit} was gone while this claim uses it "
+                        "and was created again; restart the claim's Pods if their CUDA calls failed",
+                    )
+        return [daemon.name for daemon in started]
+
+    def _card_addresses(self) -> list[str]:
         try:
             cards = self._cards()
         except KubeError:
             return []
         addresses = [((c.get("status") or {}).get("pciInfo") or {}).get("address") for c in cards]
-        return [a for a in addresses if a and self._safe_mig_enabled(a)]
+        return [a for a in addresses if a]
+
+    def _mig_cards(self) -> list[str]:
+        return [a for a in self._card_addresses() if self._safe_mig_enabled(a)]
 
     def _safe_mig_enabled(self, card: str) -> bool:
         try:

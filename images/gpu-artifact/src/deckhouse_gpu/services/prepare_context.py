@@ -21,6 +21,7 @@ from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
+from deckhouse_gpu.services.sharing_host import SharingHost
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class PrepareContext:
     plans: tuple[DevicePlan, ...] = ()
     entry: ClaimEntry | None = None
     done: bool = False  # a step found the claim already prepared: the rest is skipped
+    sharing: SharingHost | None = None  # None: a node without sharing (a claim asking for it fails)
 
     def store(self, entry: ClaimEntry) -> None:
         self.entry = entry

@@ -18,7 +18,9 @@ from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError
 
 def _release_entry(ctx: PrepareContext) -> None:
     if ctx.entry is not None:
-        ctx.checkpoint = release(ctx.entry, ctx.checkpoint, ctx.mig, ctx.cdi, ctx.save)
+        ctx.checkpoint = release(
+            ctx.entry, ctx.checkpoint, ctx.mig, ctx.cdi, ctx.save, ctx.sharing, strict=False
+        )
         ctx.entry = None
 
 

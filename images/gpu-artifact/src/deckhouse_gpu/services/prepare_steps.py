@@ -7,22 +7,22 @@ The runner (services/prepare_context.py) runs the steps in order; when one fails
 finished ones in reverse. A crash (no undo runs) leaves a ``PrepareStarted`` entry whose records
 let the next call roll everything back (services/host_release.py), because every host change is
 saved as it happens (DESIGN.md D9). The steps that change a card are in
-services/prepare_mig_steps.py.
+services/prepare_mig_steps.py, those of sharing in services/prepare_sharing_steps.py.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config
-from deckhouse_gpu.domain.config.opaque_types import VFIOConfig
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.guard import conflicts
+from deckhouse_gpu.domain.prepare.mps import one_daemon_per_claim
 from deckhouse_gpu.domain.prepare.plan import PlanError, plan_claim
+from deckhouse_gpu.domain.prepare.sharing import sharing_conflicts
 from deckhouse_gpu.services.host_release import release
 from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError, Step, run_steps
 from deckhouse_gpu.services.prepare_mig_steps import CreateMig, SwitchMigMode
+from deckhouse_gpu.services.prepare_sharing_steps import CheckConfig, SetCardSharing, StartMps, mps_edits
 
 # The runner and its context are re-exported: services/prepare.py takes them from here.
 __all__ = ["PREPARE_STEPS", "PrepareContext", "PrepareError", "Step", "run_steps"]
@@ -49,7 +49,7 @@ class RollBackLeftover:
         entry = ctx.checkpoint.get(ctx.claim.uid)
         if entry is not None and entry.state == "PrepareStarted":
             log.warning("rolling back an interrupted prepare", extra={"claim": ctx.claim.uid})
-            ctx.checkpoint = release(entry, ctx.checkpoint, ctx.mig, ctx.cdi, ctx.save)
+            ctx.checkpoint = release(entry, ctx.checkpoint, ctx.mig, ctx.cdi, ctx.save, ctx.sharing)
 
     def undo(self, ctx: PrepareContext) -> None:
         pass
@@ -75,46 +75,15 @@ class Plan:
         pass
 
 
-class CheckConfig:
-    """Decodes the driver's opaque config of every device before anything on a card changes: a
-    config that slipped past the webhook (it may be skipped) fails here with the same message."""
-
-    name = "check-config"
-
-    def run(self, ctx: PrepareContext) -> None:
-        allocation = ((ctx.claim_object or {}).get("status") or {}).get("allocation") or {}
-        results = (allocation.get("devices") or {}).get("results") or []
-        for plan in ctx.plans:
-            result: dict[str, Any] = next(
-                (
-                    r
-                    for r in results
-                    if r.get("device") == plan.device
-                    and r.get("pool") == plan.pool
-                    and (r.get("shareID") or None) == plan.share_id
-                ),
-                {},
-            )
-            try:
-                config = device_config(result, allocation, plan.kind)
-            except ConfigRefused as error:
-                raise PrepareError(f"device {plan.device}: {error}") from error
-            if isinstance(config, VFIOConfig):
-                raise PrepareError(
-                    f"device {plan.device}: VFIOConfig asks for passthrough to a virtual machine, which "
-                    "this version of the module does not prepare yet; remove the VFIOConfig to use the "
-                    "card in a Pod"
-                )
-
-    def undo(self, ctx: PrepareContext) -> None:
-        pass
-
-
 class Guard:
     name = "invariant-guard"
 
     def run(self, ctx: PrepareContext) -> None:
-        found = conflicts(ctx.claim.uid, ctx.plans, ctx.checkpoint.claims.values())
+        prepared = ctx.checkpoint.claims.values()
+        found = conflicts(ctx.claim.uid, ctx.plans, prepared)
+        found += sharing_conflicts(ctx.claim.uid, ctx.plans, prepared)
+        if (several := one_daemon_per_claim(ctx.plans)) is not None:
+            found.append(several)
         if found:
             raise PrepareError("; ".join(found) + ": unprepare the other claim first or delete this one")
 
@@ -139,7 +108,7 @@ class WriteCdi:
 
     def run(self, ctx: PrepareContext) -> None:
         assert ctx.entry is not None
-        ids = ctx.cdi.write_claim(ctx.claim.uid, ctx.plans, ctx.entry.mig)
+        ids = ctx.cdi.write_claim(ctx.claim.uid, ctx.plans, ctx.entry.mig, mps_edits(ctx))
         ctx.entry = ctx.entry.completed(ids, ctx.now).with_state(
             "PrepareStarted"
         )  # ids kept for the next step
@@ -168,6 +137,8 @@ PREPARE_STEPS: tuple[Step, ...] = (
     MarkStarted(),
     SwitchMigMode(),
     CreateMig(),
+    SetCardSharing(),
+    StartMps(),
     WriteCdi(),
     MarkCompleted(),
 )

@@ -27,7 +27,7 @@ HOST_DRIVER_ROOT (``/run/nvidia/driver``), so each mount's hostPath is rewritten
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -93,6 +93,8 @@ class ClaimDevice:
     name: str  # the allocated device's name in the ResourceSlice
     card: CardNode
     mig: MigCaps | None = None
+    # Edits of this device only, beside its nodes: an MPS client's pipe directory, env and limits.
+    extra_edits: Mapping[str, Any] | None = None
 
 
 def base_device_name(pci_address: str) -> str:
@@ -215,7 +217,7 @@ def claim_spec(files: DriverFiles, claim_uid: str, devices: Sequence[ClaimDevice
     entries = [
         {
             "name": claim_device_name(claim_uid, device.name),
-            "containerEdits": card_edits(device.card, device.mig),
+            "containerEdits": {**card_edits(device.card, device.mig), **(device.extra_edits or {})},
         }
         for device in devices
     ]
