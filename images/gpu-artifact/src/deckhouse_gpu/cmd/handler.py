@@ -40,11 +40,14 @@ from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.services.sharing_keeper import start_daemon_keeper
 from deckhouse_gpu.services.slice_preview import render_nodes
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from deckhouse_gpu.services.snapshot_preview import preview
 
 COMPONENT = "gpu-handler"
+# How soon an MPS daemon Pod deleted under running shares is created again.
+MPS_KEEPER_SECONDS = 15.0
 log = logging.getLogger(COMPONENT)
 
 
@@ -203,17 +206,19 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     settings = HandlerSettings(args.heartbeat_seconds, args.health)
     loop = HandlerLoop(capabilities, health, clock, settings, publisher)
     plugin = None
+    stop = threading.Event()
     if not args.no_kubelet_plugin:
         prepare, paths, write_base_spec = build_prepare(
             args, api, nvml, clock, offers=loop
         )  # offers follow what is prepared: prepare reports each change to the loop (DESIGN.md D2 b)
         loop.after_publish = write_base_spec
+        prepare.events = events  # MPS daemons recreated: said on the claims that use them
         try:
             prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
         except Exception:  # the kubelet's next call rolls back its own claim; keep serving
             log.exception("start-up cleanup failed; continuing")
         plugin = start_plugin(prepare, paths)
-    stop = threading.Event()
+        start_daemon_keeper(prepare, stop, MPS_KEEPER_SECONDS)
     stop_on_signals(stop, loop.wake)
     registered = plugin.registered.is_set if plugin is not None else None
     server = serve_health(health, listen_address(args.health_address), clock.monotonic, also_ready=registered)
