@@ -13,6 +13,7 @@ from deckhouse_gpu.domain.allocation.claim_config import (
     ConfigRefused,
     device_config,
     sharing_strategy,
+    unknown_requests,
 )
 from deckhouse_gpu.domain.config.opaque_types import (
     MPS,
@@ -96,3 +97,26 @@ def test_vfio_on_a_share_is_refused() -> None:
 )
 def test_sharing_strategy_for_the_audit(parameters: Any, strategy: str | None) -> None:
     assert sharing_strategy({"request": "gpu"}, allocation(entry(parameters))) == strategy
+
+
+def test_config_entries_naming_requests_the_claim_lacks_are_found_as_the_webhook_words_them() -> None:
+    devices = {
+        "requests": [{"name": "gpu"}, {"name": "alt", "firstAvailable": [{"name": "big"}, {"name": "small"}]}]
+    }
+    found = unknown_requests(
+        allocation(
+            entry(GPU_MPS, requests=["gpu", "alt/small", "alt"]),
+            entry(GPU_TS, requests=["gpus"]),
+            entry(GPU_TS, requests=["alt/tiny"]),
+            entry(GPU_TS, requests=["nope"], driver="other.example.com"),  # not ours: not our business
+        ),
+        devices,
+    )
+    assert found == [
+        'allocation config[1].requests[0]: "gpus" is not a request of this claim (its requests: alt, gpu)',
+        'allocation config[2].requests[0]: "alt/tiny" is not a request of this claim '
+        "(its requests: alt, gpu)",
+    ]
+    assert unknown_requests(allocation(entry(GPU_TS, requests=["gpu"])), {}) == [
+        'allocation config[0].requests[0]: "gpu" is not a request of this claim (its requests: none)'
+    ]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config
+from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config, unknown_requests
 from deckhouse_gpu.domain.config.opaque_types import VFIOConfig
 from deckhouse_gpu.domain.prepare.mps import MpsRefused, client_edits, pod_name, unit_of
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
@@ -86,8 +86,11 @@ class CheckConfig:
     name = "check-config"
 
     def run(self, ctx: PrepareContext) -> None:
-        allocation = ((ctx.claim_object or {}).get("status") or {}).get("allocation") or {}
+        claim = ctx.claim_object or {}
+        allocation = (claim.get("status") or {}).get("allocation") or {}
         results = (allocation.get("devices") or {}).get("results") or []
+        if unknown := unknown_requests(allocation, (claim.get("spec") or {}).get("devices") or {}):
+            raise PrepareError("; ".join(unknown))
         resolved = []
         for plan in ctx.plans:
             result = _result(plan, results)

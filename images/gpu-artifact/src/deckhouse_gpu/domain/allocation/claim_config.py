@@ -88,3 +88,28 @@ def device_config(
             "DeviceClass that selects cards without allowMultipleAllocations"
         )
     return chosen
+
+
+def unknown_requests(allocation: Mapping[str, Any], claim_devices: Mapping[str, Any]) -> list[str]:
+    """Our config entries of an allocation that name a request the claim does not have (``req`` or
+    ``req/sub``), worded as the webhook words them: an entry the webhook never saw must not
+    silently configure nothing."""
+    requests: dict[str, set[str]] = {}
+    for request in claim_devices.get("requests") or ():
+        if isinstance(request, Mapping) and isinstance(request.get("name"), str):
+            subs = request.get("firstAvailable") or ()
+            requests[request["name"]] = {str(s.get("name")) for s in subs if isinstance(s, Mapping)}
+    known = ", ".join(sorted(requests)) or "none"
+    found = []
+    for index, entry in enumerate((allocation.get("devices") or {}).get("config") or ()):
+        opaque = entry.get("opaque") if isinstance(entry, Mapping) else None
+        if not isinstance(opaque, Mapping) or opaque.get("driver") != DRIVER:
+            continue
+        for position, ref in enumerate(entry.get("requests") or ()):
+            name, slash, sub = str(ref).partition("/")
+            if name not in requests or (slash and sub not in requests[name]):
+                found.append(
+                    f'allocation config[{index}].requests[{position}]: "{ref}" is not a request of this '
+                    f"claim (its requests: {known})"
+                )
+    return found
