@@ -29,6 +29,7 @@ from deckhouse_gpu.ports.kube import (
     EVENTS,
     NODES,
     PHYSICAL_GPUS,
+    PODS,
     RESOURCE_SLICES,
     KubeError,
     Resource,
@@ -69,7 +70,7 @@ class FakeApiServer:
     def __init__(
         self,
         kube: MemoryKube | None = None,
-        resources: Iterable[Resource] = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES),
+        resources: Iterable[Resource] = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES, PODS),
         *,
         chunked: bool = True,
         tls: ssl.SSLContext | None = None,

@@ -24,7 +24,7 @@ from deckhouse_gpu.adapters.sim.sim_mig_state import PersistentSimMig
 from deckhouse_gpu.adapters.sim.sim_nvml import from_model_list
 from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
 from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
-from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
+from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_objects import ready_card
 from testkit.kubeconfig import write_kubeconfig
@@ -54,7 +54,8 @@ _names = itertools.count()
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeApiServer]:
     """One API server for the module: each test has its own host root and its own claims."""
-    resources = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES, RESOURCE_CLAIMS)
+    # PODS: prepare and unprepare list the node's MPS daemon Pods (MPS sharing).
+    resources = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES, RESOURCE_CLAIMS, PODS)
     with FakeApiServer(resources=resources) as server:
         server.kube.create(NODES, {"metadata": {"name": NODE}})
         for address in (CARD_A, CARD_B):

@@ -13,8 +13,9 @@ stdout. It can SIGKILL itself at a chosen point of one kind of call, or pause th
         --node-name w1 --kubeconfig K --nvml-sim a30,a30 --host-root ROOT
 
 Points: ``step:<name>`` (a prepare step boundary, the service's ``after_step``), ``save:<n>``
-(after the n-th checkpoint save of the call) and ``mig:<n>`` (after the n-th MIG change of the
-call returned, before anything records it).
+(after the n-th checkpoint save of the call), ``mig:<n>`` (after the n-th MIG change of the
+call returned, before anything records it) and ``share:<n>`` (after the n-th change of a card's
+sharing setting or of an MPS daemon).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +35,15 @@ from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.cmd import handler, handler_wiring
 from deckhouse_gpu.cmd.plugin_wiring import build_prepare
+from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, Decoded
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
+from deckhouse_gpu.domain.prepare.mps import MpsDaemon
 from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
+from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, MpsDaemons
 from deckhouse_gpu.services.prepare import PrepareService
 
 
@@ -49,11 +54,11 @@ class Trap:
         self.kind, _, self.value = point.partition(":")
         self.hold_seconds, self.marker = hold_seconds, marker
         self.armed = False
-        self.counts = {"save": 0, "mig": 0}
+        self.counts = {"save": 0, "mig": 0, "share": 0}
 
     def arm(self, armed: bool) -> None:
         self.armed = armed
-        self.counts = {"save": 0, "mig": 0}
+        self.counts = {"save": 0, "mig": 0, "share": 0}
 
     def step(self, name: str) -> None:
         if self.armed and self.kind == "step" and self.value == name:
@@ -127,6 +132,49 @@ class TrappedMig:
         self.trap.count("mig")
 
 
+class TrappedSettings:
+    """The handler's card settings, counting changes ("share") once they are made."""
+
+    def __init__(self, inner: CardSettings, trap: Trap) -> None:
+        self.inner, self.trap = inner, trap
+
+    def time_slice(self, card: str) -> TimeSliceInterval | None:
+        return self.inner.time_slice(card)
+
+    def set_time_slice(self, card: str, interval: TimeSliceInterval) -> None:
+        self.inner.set_time_slice(card, interval)
+        self.trap.count("share")
+
+    def compute_mode(self, card: str) -> ComputeMode:
+        return self.inner.compute_mode(card)
+
+    def set_compute_mode(self, card: str, mode: ComputeMode) -> None:
+        self.inner.set_compute_mode(card, mode)
+        self.trap.count("share")
+
+
+class TrappedDaemons:
+    """The handler's MPS daemons, counting starts and stops ("share") once they are made."""
+
+    def __init__(self, inner: MpsDaemons, trap: Trap) -> None:
+        self.inner, self.trap = inner, trap
+
+    def running(self) -> dict[str, MpsDaemon]:
+        return self.inner.running()
+
+    def start(self, daemon: MpsDaemon) -> bool:
+        created = self.inner.start(daemon)
+        self.trap.count("share")
+        return created
+
+    def ready(self, daemon: MpsDaemon) -> bool:
+        return self.inner.ready(daemon)
+
+    def stop(self, name: str) -> None:
+        self.inner.stop(name)
+        self.trap.count("share")
+
+
 def build(handler_argv: list[str], trap: Trap) -> PrepareService:
     args = handler.parse_args(["run", *handler_argv])
     api = load_kube(args.kubeconfig)
@@ -136,6 +184,10 @@ def build(handler_argv: list[str], trap: Trap) -> PrepareService:
     service.after_step = trap.step
     service.store = TrappedStore(service.store, trap)
     service.mig = TrappedMig(service.mig, trap)
+    if service.sharing is not None:
+        host = service.sharing
+        settings, daemons = TrappedSettings(host.settings, trap), TrappedDaemons(host.daemons, trap)
+        service.sharing = replace(host, settings=settings, daemons=daemons, poll_interval=0.01)
     return service
 
 

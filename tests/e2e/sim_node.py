@@ -38,7 +38,8 @@ def build_host(root: Path, boot_id: str = "6d7f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 def handler_args(root: Path, kubeconfig: str) -> list[str]:
     """What ``gpu-handler run`` gets on the simulated node, the kubelet plugin included."""
     return ["--node-name", NODE, "--kubeconfig", kubeconfig, "--nvml-sim", "a30,a30",
-            "--host-root", str(root), "--cdi-root", "/etc/cdi"]  # fmt: skip
+            "--host-root", str(root), "--cdi-root", "/etc/cdi",
+            "--mps-image", "registry.example/gpu-handler:test"]  # fmt: skip
 
 
 def ref(claim: dict[str, Any]) -> ClaimRef:

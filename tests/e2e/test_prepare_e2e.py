@@ -29,7 +29,7 @@ from deckhouse_gpu.domain.inventory.physicalgpu import DRIVER_READY
 from deckhouse_gpu.domain.naming import physical_gpu_name
 from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
-from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
+from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from testkit.fake_apiserver import FakeApiServer
 from testkit.kubeconfig import write_kubeconfig
 from testkit.prepare_world import allocate
@@ -145,7 +145,8 @@ def cluster() -> Iterator[Cluster]:
     """One running handler for the module; every test unprepares what it prepared."""
     short = Path(tempfile.mkdtemp(prefix="gpu-"))  # Unix socket paths have at most 107 bytes
     root = build_host(short / "host").root
-    resources = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES, RESOURCE_CLAIMS)
+    # PODS: prepare and unprepare list the node's MPS daemon Pods (MPS sharing).
+    resources = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES, RESOURCE_CLAIMS, PODS)
     with FakeApiServer(resources=resources) as server:
         server.kube.create(NODES, {"metadata": {"name": NODE}})
         kubeconfig = write_kubeconfig(short, server.url)

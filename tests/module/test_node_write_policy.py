@@ -9,26 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import celpy
 import pytest
 import yaml
-from celpy import celtypes
-from celpy.adapter import json_to_cel
+
+from tests.support.admission_policy import NODE_KEY, user
+from tests.support.admission_policy import admit as admit_with
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY, BINDING = yaml.safe_load_all((ROOT / "templates" / "node-write-policy.yaml").read_text())
 HANDLER = "system:serviceaccount:d8-gpu:gpu-handler"
 AGENT = "system:serviceaccount:d8-gpu:gpu-node-agent"
-NODE_KEY = "authentication.kubernetes.io/node-name"
-
-
-def evaluate(expression: str, activation: dict[str, Any]) -> Any:
-    env = celpy.Environment()
-    return env.program(env.compile(expression)).evaluate(activation)
-
-
-def user(name: str, node: str | None) -> dict[str, Any]:
-    return {"username": name, "extra": {NODE_KEY: [node]} if node is not None else {}}
 
 
 def pgpu(name: str) -> dict[str, Any]:
@@ -62,24 +52,7 @@ def request(
 
 
 def admit(review: dict[str, Any]) -> list[str]:
-    """The messages of the failed validations; [] is allowed; ["<not matched>"] skips the policy."""
-    activation = {key: json_to_cel(value) for key, value in review.items()}
-    for condition in POLICY["spec"]["matchConditions"]:
-        if not evaluate(condition["expression"], activation):
-            return ["<not matched>"]
-    variables: dict[str, Any] = {}
-    for variable in POLICY["spec"]["variables"]:
-        activation["variables"] = celtypes.MapType(variables)
-        variables[celtypes.StringType(variable["name"])] = evaluate(variable["expression"], activation)
-    activation["variables"] = celtypes.MapType(variables)
-    denied = []
-    for validation in POLICY["spec"]["validations"]:
-        result = evaluate(validation["expression"], activation)
-        assert isinstance(result, celtypes.BoolType), f"{validation['expression']} gave {result!r}"
-        if not result:
-            message = validation.get("message") or str(evaluate(validation["messageExpression"], activation))
-            denied.append(message)
-    return denied
+    return admit_with(POLICY, review)
 
 
 def test_the_binding_denies_with_the_policy() -> None:

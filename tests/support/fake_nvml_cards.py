@@ -62,6 +62,7 @@ class Card:
     gpu_instances: dict[int, GpuInstance] = field(default_factory=dict)
     mig_slots: list[tuple[int, int] | None] = field(default_factory=lambda: [None] * 7)
     created: int = 0
+    compute_mode: int = 0  # NVML_COMPUTEMODE_DEFAULT
 
 
 @dataclass

@@ -189,6 +189,16 @@ class FakeLibrary(MigFunctions):
             handle, "nvmlDeviceGetEnforcedPowerLimit", (ref,), self._card(handle, "")[0].enforced_mw
         )
 
+    def nvmlDeviceGetComputeMode(self, handle: Any, ref: Any) -> int:
+        card, code = self._card(handle, "nvmlDeviceGetComputeMode")
+        return code or put(ref, card.compute_mode)
+
+    def nvmlDeviceSetComputeMode(self, handle: Any, mode: Any) -> int:
+        card, code = self._card(handle, "nvmlDeviceSetComputeMode")
+        if not code:
+            card.compute_mode = mode.value  # pynvml passes an nvmlComputeMode_t by value
+        return code
+
     def nvmlDeviceGetMigMode(self, handle: Any, current: Any, pending: Any) -> int:
         return self._number(handle, "nvmlDeviceGetMigMode", (current, pending), self._card(handle, "")[0].mig)
 

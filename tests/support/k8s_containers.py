@@ -45,6 +45,7 @@ VOLUME_SOURCES = {
     "persistentVolumeClaim",
 }
 PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+LIFECYCLE_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
 
 
 def volume_errors(volumes: list[Obj], path: str) -> list[str]:
@@ -192,6 +193,14 @@ def container_errors(container: Obj, volumes: set[str], path: str) -> list[str]:
     for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
         if kind in container:
             errors += probe_errors(container[kind], kind, ports, f"{path}.{kind}")
+    for hook, handler in (container.get("lifecycle") or {}).items():
+        used = [h for h in LIFECYCLE_HANDLERS if h in (handler or {})]
+        if hook not in ("postStart", "preStop"):
+            errors.append(f"{path}.lifecycle.{hook}: Unsupported value")
+        elif len(used) != 1:
+            errors.append(f"{path}.lifecycle.{hook}: Required value: must specify exactly one handler type")
+        elif "exec" in used and not (handler["exec"].get("command")):
+            errors.append(f"{path}.lifecycle.{hook}.exec.command: Required value")
     errors += resource_errors(container.get("resources") or {}, f"{path}.resources")
     context = container.get("securityContext") or {}
     if context.get("allowPrivilegeEscalation") is False and context.get("privileged"):

@@ -39,7 +39,7 @@ from tests.support.k8s_other_kinds import (
     webhook_errors,
 )
 from tests.support.k8s_scheduling import node_field_requirement_errors
-from tests.support.k8s_workloads import workload_errors
+from tests.support.k8s_workloads import pod_errors, workload_errors
 
 __all__ = [
     "DNS1123_SUBDOMAIN",
@@ -68,6 +68,7 @@ NAME_RULES = {
 CHECKS = {
     "DaemonSet": workload_errors,
     "Deployment": workload_errors,
+    "Pod": pod_errors,
     "Service": service_errors,
     "PodDisruptionBudget": pdb_errors,
     "ValidatingWebhookConfiguration": webhook_errors,

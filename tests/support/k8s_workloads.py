@@ -23,7 +23,8 @@ from tests.support.k8s_names import (
 from tests.support.k8s_scheduling import affinity_errors, toleration_errors
 
 
-def pod_spec_errors(spec: Obj, path: str) -> list[str]:
+def pod_spec_errors(spec: Obj, path: str, *, workload: bool = True) -> list[str]:
+    """``workload``: a template of a DaemonSet or Deployment, which must restart Always."""
     errors: list[str] = []
     volumes = spec.get("volumes") or []
     errors += volume_errors(volumes, f"{path}.volumes")
@@ -44,10 +45,19 @@ def pod_spec_errors(spec: Obj, path: str) -> list[str]:
     account = spec.get("serviceAccountName", "")
     if account and not DNS1123_SUBDOMAIN.match(account):
         errors.append(f"{path}.serviceAccountName: Invalid value: {account!r}")
-    if spec.get("restartPolicy", "Always") != "Always":
+    policy = spec.get("restartPolicy", "Always")
+    if workload and policy != "Always":
         errors.append(
             f"{path}.restartPolicy: Unsupported value: only Always is allowed in a workload template"
         )
+    if policy not in ("Always", "OnFailure", "Never"):
+        errors.append(f"{path}.restartPolicy: Unsupported value: {policy!r}")
+    node = spec.get("nodeName", "")
+    if node and (not DNS1123_SUBDOMAIN.match(node) or len(node) > 253):
+        errors.append(f"{path}.nodeName: Invalid value: {node!r}")
+    for index, secret in enumerate(spec.get("imagePullSecrets") or []):
+        if not DNS1123_SUBDOMAIN.match(secret.get("name", "")):
+            errors.append(f"{path}.imagePullSecrets[{index}].name: Invalid value: {secret.get('name')!r}")
     if spec.get("hostNetwork"):
         for section in ("initContainers", "containers"):
             for container in spec.get(section) or []:
@@ -105,4 +115,13 @@ def workload_errors(obj: Obj) -> list[str]:
         )
     if kind == "Deployment" and int(spec.get("replicas", 1)) < 0:
         errors.append("spec.replicas: Invalid value: must be greater than or equal to 0")
+    return errors
+
+
+def pod_errors(obj: Obj) -> list[str]:
+    """A bare Pod, as gpu-handler creates its MPS daemons (``ValidatePodCreate``)."""
+    spec = obj.get("spec") or {}
+    errors = pod_spec_errors(spec, "spec", workload=False)
+    if not (obj.get("metadata") or {}).get("namespace"):
+        errors.append("metadata.namespace: Required value")
     return errors

@@ -12,7 +12,6 @@ import pytest
 from deckhouse_gpu.domain.allocation.claim_config import (
     ConfigRefused,
     device_config,
-    sharing_strategy,
     unknown_requests,
 )
 from deckhouse_gpu.domain.config.opaque_types import (
@@ -89,14 +88,6 @@ def test_vfio_on_a_share_is_refused() -> None:
     with pytest.raises(ConfigRefused, match="VFIOConfig needs a whole card of its own"):
         device_config({"request": "gpu", "shareID": "x"}, allocation(entry(VFIO)), "Physical")
     assert device_config({"request": "gpu"}, allocation(entry(VFIO)), "Physical") == VFIOConfig()
-
-
-@pytest.mark.parametrize(
-    ("parameters", "strategy"),
-    [(GPU_MPS, "MPS"), (GPU_TS, "TimeSlicing"), (VFIO, None), ({"kind": "nope"}, "Invalid")],
-)
-def test_sharing_strategy_for_the_audit(parameters: Any, strategy: str | None) -> None:
-    assert sharing_strategy({"request": "gpu"}, allocation(entry(parameters))) == strategy
 
 
 def test_config_entries_naming_requests_the_claim_lacks_are_found_as_the_webhook_words_them() -> None:

@@ -22,6 +22,7 @@ from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.domain.prepare.sharing import (
     DeviceSharing,
     SharingRefused,
+    asked_memory_mib,
     card_time_slices,
     device_sharing,
     share_percent,
@@ -126,3 +127,19 @@ def test_card_time_slices_name_only_the_cards_time_sliced_shares_ask_for():
         entry("u2", replace(share("s2", "MPS"), card="0000:31:00.0")),
     ]
     assert card_time_slices(entries) == {CARD: TimeSliceInterval.LONG}
+
+
+def test_memory_a_share_asked_for_is_its_mps_memory_limit():
+    result = {"shareID": "s1", "consumedCapacity": {"sharePercent": "25", "memory": "4Gi"}}
+    assert asked_memory_mib(result) == 4096
+    assert asked_memory_mib({"shareID": "s1", "consumedCapacity": {"memory": "0"}}) is None  # the default
+    assert asked_memory_mib({"consumedCapacity": {"memory": "4Gi"}}) is None  # not a share
+    with pytest.raises(SharingRefused, match=r"consumedCapacity\.memory 'lots' is not a quantity"):
+        asked_memory_mib({"shareID": "s1", "consumedCapacity": {"memory": "lots"}})
+    sharing = device_sharing(GPUConfig(MPS()), Fraction(25), A30_MIB, 4096)
+    assert sharing == DeviceSharing("MPS", mps_thread_percentage=25, mps_memory_limit_mib=4096)
+    whole = device_sharing(GPUConfig(MPS()), Fraction(100), A30_MIB, 4096)
+    assert whole == DeviceSharing("MPS", mps_memory_limit_mib=4096)
+    config = GPUConfig(MPS(default_pinned_device_memory_limit=Quantity.parse("6Gi")))
+    with pytest.raises(SharingRefused, match=r"6144Mi is above the memory the claim asked for \(4096Mi\)"):
+        device_sharing(config, Fraction(50), A30_MIB, 4096)

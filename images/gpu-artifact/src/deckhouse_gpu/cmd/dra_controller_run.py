@@ -23,9 +23,9 @@ from deckhouse_gpu.adapters.metrics_server import serve_endpoints
 from deckhouse_gpu.cmd.election import Election
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.domain.allocation.audit import Violation
+from deckhouse_gpu.domain.allocation.card_sharing import card_sharing
 from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
 from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
-from deckhouse_gpu.domain.allocation.claim_config import sharing_strategy
 from deckhouse_gpu.domain.allocation.semantics import VERSIONS, Semantics
 from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock, SystemClock
@@ -138,7 +138,7 @@ def start_dra_controller(
         events,
         ServerSemantics(api, pinned_version),
         matcher_for,
-        sharing_strategy,
+        card_sharing,
         metrics,
     )
     controller.start(stop)

@@ -1,12 +1,13 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""gpu-handler's kubelet plugin wiring: paths, MIG control, CDI, checkpoint and lock.
+"""gpu-handler's kubelet plugin wiring: paths, MIG control, sharing, CDI, checkpoint and lock.
 
 With ``--host-root DIR`` every host path (kubelet directories, CDI root, checkpoint, /dev, /proc
 and the driver root) is taken under DIR, so the whole prepare path runs on a simulated node; with
 ``--nvml-sim`` too, the simulated cards' MIG state is kept in DIR/var/lib/gpu-sim/mig-state.json,
-so it outlives a killed handler as a real GPU's does.
+so it outlives a killed handler as a real GPU's does, and so are the cards' sharing settings
+(DIR/var/lib/gpu-sim/sharing-state.json); MPS daemons are Pods in ``--namespace`` either way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from deckhouse_gpu.adapters.cdi_writer import CdiWriter
 from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
 from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
 from deckhouse_gpu.adapters.node_lock import NodeLock
 from deckhouse_gpu.domain.prepare.cdi_spec import CardNode, base_spec
 from deckhouse_gpu.ports.clock import Clock
@@ -30,6 +32,7 @@ from deckhouse_gpu.ports.kube import KubeAPI
 from deckhouse_gpu.ports.mig import MigControl, MigError
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.services.prepare import OfferFollower, PrepareService
+from deckhouse_gpu.services.sharing_host import SharingHost
 
 DRIVER = "gpu.deckhouse.io"
 
@@ -57,6 +60,19 @@ def add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pod-uid", default=env("POD_UID") or None, help="socket names for rolling updates (env POD_UID)"
+    )
+    parser.add_argument(
+        "--namespace",
+        default=env("POD_NAMESPACE", "d8-gpu"),
+        help="where the MPS daemon Pods go (env POD_NAMESPACE)",
+    )
+    parser.add_argument(
+        "--mps-image", default=env("MPS_IMAGE", ""), help="image of the MPS daemon Pods (env MPS_IMAGE)"
+    )
+    parser.add_argument(
+        "--mps-image-pull-secret",
+        default=env("MPS_IMAGE_PULL_SECRET") or None,
+        help="pull secret of that image in the namespace (env MPS_IMAGE_PULL_SECRET)",
     )
 
 
@@ -106,6 +122,30 @@ def mig_control(args: argparse.Namespace, nvml: NVML) -> MigControl:
     return RealMig(nvml)
 
 
+def sharing_host(args: argparse.Namespace, api: KubeAPI, nvml: NVML) -> SharingHost:
+    """Card settings and MPS daemons: NVML, nvidia-smi and daemon Pods on a real node; on a simulated
+    one the same Pods, run by a simulated kubelet, and settings kept under the host root."""
+    daemons = KubeMpsDaemons(
+        api, args.namespace, args.node_name, args.mps_image, args.host_driver_root, args.mps_image_pull_secret
+    )
+    if args.nvml_sim:
+        from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings  # noqa: PLC0415
+        from deckhouse_gpu.adapters.sim.sim_mps_kubelet import SimulatedKubeletMps  # noqa: PLC0415
+
+        cards = nvml.device_addresses()
+        host_root = Path(args.host_root) if args.host_root else None
+        settings = SimCardSettings(cards) if host_root is None else SimCardSettings.under(host_root, cards)
+        kubelet = SimulatedKubeletMps(daemons, api, host_root)
+        return SharingHost(settings, kubelet, args.plugin_dir, args.node_name)
+    from deckhouse_gpu.adapters.card_settings_nvidia import NvidiaCardSettings  # noqa: PLC0415
+    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415
+
+    assert isinstance(nvml, RealNVML)
+    real = NvidiaCardSettings(nvml, MountedDriverRoot(args.driver_root_mount))
+    # The plugin directory as the host sees it: daemon Pods and CDI mounts name host paths.
+    return SharingHost(real, daemons, args.plugin_dir, args.node_name)
+
+
 def build_prepare(
     args: argparse.Namespace,
     api: KubeAPI,
@@ -128,6 +168,7 @@ def build_prepare(
         FileClaimCDI(found, writer, hook),
         clock,
         offers=offers,
+        sharing=sharing_host(args, api, nvml),
     )
 
     def write_base_spec(cards: list[str]) -> None:

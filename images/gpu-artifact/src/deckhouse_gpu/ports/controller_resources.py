@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
-from deckhouse_gpu.ports.kube import Resource
+from deckhouse_gpu.ports.kube import PODS, Resource
 
-PODS = Resource("", "v1", "pods", "Pod", namespaced=True, has_status=True)
+# PODS is in ports.kube (gpu-handler runs the MPS daemons as Pods); the controllers import it here.
+__all__ = ["DEVICE_CLASSES", "LEASES", "PODS", "RESOURCE_CLAIM_TEMPLATES"]
+
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 # gpu-dra-controller: the classes its allocator reads.
 DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False)

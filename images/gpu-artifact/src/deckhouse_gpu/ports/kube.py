@@ -36,6 +36,7 @@ class Resource:
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False, has_status=True)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True, has_status=True)
 
 
 class KubeError(Exception):

@@ -10,6 +10,11 @@ Denials name the object path of each problem (``spec.devices.config[1].opaque.pa
 .strategy: ...``). Objects are whatever a client sent, so every field is checked for its type
 before use: an odd object gets a clear answer, never an exception.
 
+In claims and templates an MPS config of whole cards may not give a client more of the card's
+multiprocessors (``defaultActiveThreadPercentage``) than the share its requests ask for
+(``capacity.requests.sharePercent``, default 100), as gpu-handler refuses at prepare; the memory
+limit waits for prepare, which knows the card's memory.
+
 On UPDATE only entries that are new or changed are judged; an unchanged entry that no longer
 passes (rules tightened by an upgrade of the module) gets a warning, so that a label change of an
 old DeviceClass is never refused. gpu-handler decodes the config again at prepare time.
@@ -22,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode
-from deckhouse_gpu.domain.config.opaque_types import DRIVER, DeviceType, device_type
+from deckhouse_gpu.domain.config.opaque_types import DRIVER, DeviceConfig, DeviceType, device_type
+from deckhouse_gpu.services.config_admission_shares import above_share, request_shares
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 # Where each kind keeps its config list; claims and templates also name their requests there.
@@ -77,10 +83,15 @@ def _judge(request: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     warnings: list[str] = []
     requests = _request_names(found) if name != "DeviceClass" else None
+    shares = request_shares(found, ".".join(place)) if requests is not None else {}
     targets: dict[int, set[str] | None] = {}
-    types: dict[int, DeviceType] = {}
+    configs: dict[int, DeviceConfig] = {}
     for entry in ours:
-        found_here = _check_entry(entry, types)
+        found_here = _check_entry(entry, configs)
+        named: list[str] = []  # requests the entry names that the claim does not have
+        if requests is not None:
+            targets[entry.index] = _targets(entry, requests, named)
+            found_here += above_share(entry.path, configs.get(entry.index), targets[entry.index], shares)
         if entry.value in old_ours:
             warnings += [
                 f"{p}; kept because this entry did not change, but gpu-handler refuses it at prepare"
@@ -88,8 +99,8 @@ def _judge(request: Mapping[str, Any]) -> tuple[list[str], list[str]]:
             ]
         else:
             problems += found_here
-        if requests is not None:
-            targets[entry.index] = _targets(entry, requests, problems)
+        problems += named
+    types = {index: device_type(config) for index, config in configs.items()}
     problems += _overlaps(ours, types, targets, is_class=requests is None)
     return problems, warnings
 
@@ -114,7 +125,7 @@ def _ours(config: Any, prefix: str) -> list[_Entry]:
     return found
 
 
-def _check_entry(entry: _Entry, types: dict[int, DeviceType]) -> list[str]:
+def _check_entry(entry: _Entry, configs: dict[int, DeviceConfig]) -> list[str]:
     opaque = entry.value["opaque"]
     where = f"{entry.path}.opaque.parameters"
     if opaque.get("parameters") is None:
@@ -123,7 +134,7 @@ def _check_entry(entry: _Entry, types: dict[int, DeviceType]) -> list[str]:
             "kind: GPUConfig"
         ]
     try:
-        types[entry.index] = device_type(decode(opaque["parameters"]))
+        configs[entry.index] = decode(opaque["parameters"])
     except ConfigError as error:
         return [str(problem) for problem in error.under(where).problems]
     return []

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from deckhouse_gpu.domain.allocation.audit import StrategyOf, Violation, audit
+from deckhouse_gpu.domain.allocation.audit import CardSharingOf, Violation, audit
 from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
 from deckhouse_gpu.domain.allocation.model import InventoryBuilder
 from deckhouse_gpu.domain.allocation.node_bound_claims import (
@@ -86,14 +86,14 @@ class DraController(RuntimeProbes):
         events: EventRecorder,
         semantics: Callable[[], Semantics],
         matcher: Callable[[Semantics], SelectorMatcher],
-        strategy_of: StrategyOf,
+        sharing_of: CardSharingOf,
         observer: AllocationObserver | None = None,
     ) -> None:
         self.settings = settings
         self.leadership = leadership
         self.events = events
         self.semantics = semantics
-        self.strategy_of = strategy_of
+        self.sharing_of = sharing_of
         self.observer = observer
         self.queue = WorkQueue(time.monotonic, settings.backoff_initial_seconds, settings.backoff_max_seconds)
         timeout = settings.watch_timeout_seconds
@@ -261,7 +261,7 @@ class DraController(RuntimeProbes):
 
     def run_audit(self) -> list[Violation]:
         inventory = self.inventory.build(self.slices.items())
-        found = audit(inventory, self.claims.items(), self.strategy_of)
+        found = audit(inventory, self.claims.items(), self.sharing_of)
         self.report = AuditReport(found, time.time())
         current = {(v.kind, v.claims, v.subject) for v in found}
         for violation in found:

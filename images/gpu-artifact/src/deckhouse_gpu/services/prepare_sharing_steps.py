@@ -19,7 +19,12 @@ from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_c
 from deckhouse_gpu.domain.config.opaque_types import VFIOConfig
 from deckhouse_gpu.domain.prepare.mps import MpsRefused, client_edits, pod_name, unit_of
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
-from deckhouse_gpu.domain.prepare.sharing import SharingRefused, device_sharing, share_percent
+from deckhouse_gpu.domain.prepare.sharing import (
+    SharingRefused,
+    asked_memory_mib,
+    device_sharing,
+    share_percent,
+)
 from deckhouse_gpu.ports.sharing import SharingError
 from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError
 from deckhouse_gpu.services.sharing_settle import (
@@ -66,7 +71,7 @@ def _mebibytes(value: Any) -> int | None:
 
 
 def _with_sharing(plan: DevicePlan, result: Mapping[str, Any], config: Any, memory: int | None) -> DevicePlan:
-    sharing = device_sharing(config, share_percent(result), memory)
+    sharing = device_sharing(config, share_percent(result), memory, asked_memory_mib(result))
     if sharing is None:
         return plan
     return replace(

@@ -10,7 +10,9 @@ scheduler's own accounting quirks (DESIGN.md F4.4), slices republished under all
 
 - a device allocated exclusively to two claims;
 - MIG and Physical devices of one card allocated at the same time;
-- shares of one card whose claims ask for different sharing strategies;
+- shares of one card whose claims ask for different sharing of the card: another strategy, or
+  another time-slice interval (only shares of a whole card meet: a MIG instance or an exclusive
+  card has one claim);
 - a shared device's capacity, or a card's counters, allocated beyond their value.
 """
 
@@ -33,9 +35,11 @@ CAPACITY = "CapacityOvercommitted"
 COUNTERS = "CountersOvercommitted"
 KINDS = (EXCLUSIVE, MIXED_MODES, MIXED_SHARING, CAPACITY, COUNTERS)
 
-# The sharing strategy a claim's config gives a device; None when it sets none. Injected so the
-# audit does not depend on the opaque-config API's details.
-StrategyOf = Callable[[Mapping[str, Any], Mapping[str, Any]], str | None]
+# What a share (a result and its allocation) asks of the whole card, equal for every two shares
+# that can sit on one card ("MPS", "TimeSlicing (interval Default)"); None when its config cannot
+# be prepared at all, so it never meets the others. Injected so the audit does not depend on the
+# opaque-config API's details (domain/allocation/card_sharing.py gives the real one).
+CardSharingOf = Callable[[Mapping[str, Any], Mapping[str, Any]], str | None]
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,7 @@ def _devices(inventory: Inventory) -> dict[tuple[str, str, str], Device]:
 
 
 def audit(
-    inventory: Inventory, claims: Iterable[Mapping[str, Any]], strategy_of: StrategyOf
+    inventory: Inventory, claims: Iterable[Mapping[str, Any]], sharing_of: CardSharingOf
 ) -> list[Violation]:
     uses = _uses(claims)
     devices = _devices(inventory)
@@ -123,18 +127,7 @@ def audit(
                 )
             )
         violations += _capacity(device, shares, node)
-        strategies = {u.claim: strategy_of(u.result, u.allocation) for u in shares}
-        if len(set(strategies.values())) > 1:
-            listing = ", ".join(f"{c}: {s or 'default'}" for c, s in sorted(strategies.items()))
-            violations.append(
-                Violation(
-                    MIXED_SHARING,
-                    names,
-                    node,
-                    device.name,
-                    f"shares of {device.name} ask for different sharing strategies ({listing})",
-                )
-            )
+        violations += _mixed_sharing(device, shares, node, sharing_of)
         card = _text(device, "pciAddress")
         if card:
             cards[(node, card)][_text(device, "deviceType") or "Physical"].update(u.claim for u in found)
@@ -152,6 +145,28 @@ def audit(
             )
     violations += _counters(inventory, devices, uses)
     return violations
+
+
+def _mixed_sharing(
+    device: Device, shares: list[Use], node: str, sharing_of: CardSharingOf
+) -> list[Violation]:
+    """Shares of one card that ask different things of it; the message groups the claims by ask."""
+    asks: dict[str, set[str]] = defaultdict(set)
+    for use in shares:
+        ask = sharing_of(use.result, use.allocation)
+        if ask is not None:
+            asks[ask].add(use.claim)
+    if len(asks) < 2:
+        return []
+    names = tuple(sorted({claim for claims in asks.values() for claim in claims}))
+    listing = "; ".join(f"{ask}: {', '.join(sorted(claims))}" for ask, claims in sorted(asks.items()))
+    message = (
+        f"shares of {device.name} ask for different sharing of the card ({listing}): every share of "
+        "one card must use the same strategy and, for TimeSlicing, the same interval (no sharing "
+        "config counts as TimeSlicing at interval Default); gpu-handler refuses to prepare a share "
+        "that differs from those prepared on the card"
+    )
+    return [Violation(MIXED_SHARING, names, node, device.name, message)]
 
 
 def _capacity(device: Device, shares: list[Use], node: str) -> list[Violation]:

@@ -17,10 +17,8 @@ from typing import Any
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode
 from deckhouse_gpu.domain.config.opaque_types import (
     DRIVER,
-    MPS,
     GPUConfig,
     MIGConfig,
-    TimeSlicing,
     VFIOConfig,
 )
 from deckhouse_gpu.domain.config.opaque_types import device_type as config_device_type
@@ -43,23 +41,6 @@ def _entries(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> list[t
 def applicable_parameters(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> Any | None:
     entries = _entries(result, allocation)
     return entries[-1][1] if entries else None
-
-
-def sharing_strategy(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> str | None:
-    """ "TimeSlicing", "MPS", None (no sharing set) or "Invalid" (a config that does not decode)."""
-    parameters = applicable_parameters(result, allocation)
-    if parameters is None:
-        return None
-    try:
-        config = decode(parameters)
-    except ConfigError:
-        return "Invalid"
-    sharing = config.sharing if isinstance(config, GPUConfig | MIGConfig) else None
-    if isinstance(sharing, TimeSlicing):
-        return "TimeSlicing"
-    if isinstance(sharing, MPS):
-        return "MPS"
-    return None
 
 
 class ConfigRefused(ValueError):

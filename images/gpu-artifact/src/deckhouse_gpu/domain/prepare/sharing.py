@@ -7,7 +7,8 @@ A device's sharing comes from its opaque config (``GPUConfig.sharing`` / ``MIGCo
 resolved by ``allocation.claim_config.device_config``) and, for a share of a card, from the share
 the scheduler gave it (``consumedCapacity.sharePercent``). MPS limits a client: when the config
 sets no limit, the claim's share is the limit (25 % of an A30: 25 % of the threads and 6144 MiB),
-so a share is enforced, not only accounted (docs/SHARING.md). Time-slicing cannot cap a process:
+so a share is enforced, not only accounted (docs/SHARING.md); a share that also consumed some of the
+card's ``memory`` capacity gets that as its memory limit instead. Time-slicing cannot cap a process:
 its shares are accounting only.
 
 One card, one strategy: the time-slice interval is a setting of the whole card and MPS needs the
@@ -68,32 +69,45 @@ def share_percent(result: Mapping[str, Any]) -> Fraction | None:
         raise SharingRefused(f"consumedCapacity.sharePercent {text!r} is not a quantity: {error}") from None
 
 
+def asked_memory_mib(result: Mapping[str, Any]) -> int | None:
+    """The memory a share consumed from the card's ``memory`` capacity; None when it asked for none."""
+    text = (result.get("consumedCapacity") or {}).get("memory") if result.get("shareID") else None
+    if text is None:
+        return None
+    try:
+        mebibytes = _mebibytes(Quantity.parse(str(text)))
+    except QuantityError as error:
+        raise SharingRefused(f"consumedCapacity.memory {text!r} is not a quantity: {error}") from None
+    return mebibytes or None
+
+
 def _mebibytes(quantity: Quantity) -> int:
     return math.floor(quantity.value / MEBIBYTE)
 
 
-def _mps(config: MPS, share: Fraction | None, memory_mib: int | None) -> DeviceSharing:
+def _mps(config: MPS, share: Fraction | None, memory_mib: int | None, asked_mib: int | None) -> DeviceSharing:
     threads = config.default_active_thread_percentage
-    memory = (
-        None
-        if config.default_pinned_device_memory_limit is None
-        else _mebibytes(config.default_pinned_device_memory_limit)
-    )
-    if share is not None and share < 100:
-        shown = f"{float(share):g} %"
-        if threads is not None and threads > share:
-            raise SharingRefused(
-                f"mps.defaultActiveThreadPercentage {threads} is above the claim's share of the card "
-                f"({shown}): lower it, or ask for a larger sharePercent"
-            )
-        share_memory = None if memory_mib is None else math.floor(memory_mib * share / 100)
-        if memory is not None and share_memory is not None and memory > share_memory:
-            raise SharingRefused(
-                f"mps.defaultPinnedDeviceMemoryLimit {memory}Mi is above the claim's share of the card "
-                f"({shown} of {memory_mib}Mi = {share_memory}Mi): lower it, or ask for a larger sharePercent"
-            )
-        threads = math.ceil(share) if threads is None else threads
-        memory = share_memory if memory is None else memory
+    limit = config.default_pinned_device_memory_limit
+    memory = None if limit is None else _mebibytes(limit)
+    partial = share is not None and share < 100
+    shown = f"{float(share or 0):g} %"
+    if partial and threads is not None and share is not None and threads > share:
+        raise SharingRefused(
+            f"mps.defaultActiveThreadPercentage {threads} is above the claim's share of the card "
+            f"({shown}): lower it, or ask for a larger sharePercent"
+        )
+    # The memory a share asked for is its budget; without one, its share of the card's memory.
+    budget, budget_text = asked_mib, f"the memory the claim asked for ({asked_mib}Mi)"
+    if budget is None and partial and share is not None and memory_mib is not None:
+        budget = math.floor(memory_mib * share / 100)
+        budget_text = f"the claim's share of the card ({shown} of {memory_mib}Mi = {budget}Mi)"
+    if memory is not None and budget is not None and memory > budget:
+        raise SharingRefused(
+            f"mps.defaultPinnedDeviceMemoryLimit {memory}Mi is above {budget_text}: lower it, or ask for more"
+        )
+    if partial and threads is None and share is not None:
+        threads = math.ceil(share)
+    memory = budget if memory is None else memory
     if memory is not None and memory_mib is not None and memory > memory_mib:
         raise SharingRefused(
             f"mps.defaultPinnedDeviceMemoryLimit {memory}Mi is above the device's memory ({memory_mib}Mi)"
@@ -102,18 +116,19 @@ def _mps(config: MPS, share: Fraction | None, memory_mib: int | None) -> DeviceS
 
 
 def device_sharing(
-    config: DeviceConfig | None, share: Fraction | None, memory_mib: int | None
+    config: DeviceConfig | None, share: Fraction | None, memory_mib: int | None, asked_mib: int | None = None
 ) -> DeviceSharing | None:
     """The sharing prepare applies to one device; None when its config sets none.
 
     ``share`` is the percentage of the card the claim consumed (None: not a share), ``memory_mib``
-    the device's memory (a card's, or a MIG instance's).
+    the device's memory (a card's, or a MIG instance's), ``asked_mib`` the memory a share consumed
+    from the card's ``memory`` capacity (None: none).
     """
     sharing = config.sharing if isinstance(config, GPUConfig | MIGConfig) else None
     if isinstance(sharing, TimeSlicing):
         return DeviceSharing("TimeSlicing", time_slice=sharing.interval)
     if isinstance(sharing, MPS):
-        return _mps(sharing, share, memory_mib)
+        return _mps(sharing, share, memory_mib, asked_mib)
     return None
 
 
