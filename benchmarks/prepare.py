@@ -5,7 +5,9 @@
 
 Measured on the real pipeline: node lock, checkpoint load and atomic saves with fsync, API reads
 of the claim and the node's PhysicalGPUs (in-memory API), MIG create/destroy, CDI discovery and
-the atomic write of the claim's spec.
+the atomic write of the claim's spec. Shares add the card's sharing settings (simulated) and, for
+MPS, the daemon Pod created, run by a simulated kubelet and polled until Ready, then deleted and
+waited for at unprepare; the real figure adds the daemon's own start, which only a card shows.
 """
 
 from __future__ import annotations
@@ -16,12 +18,23 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
 from deckhouse_gpu.services.prepare import PrepareService
-from testkit.prepare_world import allocate, build_world
+from testkit.prepare_world import PrepareWorld, allocate, allocate_share, build_world
 
 ROUNDS = 100
+CONFIG_API = "gpu.deckhouse.io/v1alpha1"
+# One share per round, alone on the card: each prepare sets the card up for its strategy (and
+# starts the MPS daemon), each unprepare gives it back, the costliest path of a share.
+SHARES: dict[str, tuple[str, dict[str, Any]]] = {
+    "MPS share A30 25 %": ("25", {"strategy": "MPS"}),
+    "TimeSlicing share A30 50 % (Short)": (
+        "50",
+        {"strategy": "TimeSlicing", "timeSlicing": {"interval": "Short"}},
+    ),
+}
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -35,17 +48,38 @@ def show(name: str, samples: list[float]) -> None:
 
 
 def measure(devices: list[str], label: str, root: Path) -> None:
+    measure_claims(label, root, lambda world, name: allocate(world.api, name, *devices))
+
+
+def measure_share(label: str, percent: str, sharing: dict[str, Any], root: Path) -> None:
+    parameters = {"apiVersion": CONFIG_API, "kind": "GPUConfig", "sharing": sharing}
+    world = measure_claims(
+        label,
+        root,
+        lambda world, name: allocate_share(world.api, name, "gpu-0000-17-00-0", percent, parameters),
+    )
+    # Each round must really have set the card up and given it back, or the figure measures nothing.
+    change = "set_compute_mode" if sharing["strategy"] == "MPS" else "set_time_slice"
+    made = sum(1 for call in world.settings.calls if call[0] == change)
+    if made != 2 * ROUNDS:
+        raise RuntimeError(f"{label}: {made} {change} calls in {ROUNDS} rounds, expected {2 * ROUNDS}")
+
+
+def measure_claims(
+    label: str, root: Path, claim_of: Callable[[PrepareWorld, str], dict[str, Any]]
+) -> PrepareWorld:
     world = build_world(root, {"0000:17:00.0": "a30", "0000:31:00.0": "h100-80gb"})
     service = world.service()
     prepare: list[float] = []
     unprepare: list[float] = []
     for round_ in range(ROUNDS):
-        claim = allocate(world.api, f"{label}-{round_}", *devices)
+        claim = claim_of(world, f"{label}-{round_}")
         ref = ClaimRef("ns", claim["metadata"]["uid"], claim["metadata"]["name"])
         prepare.append(timed(partial(prepare_one, service, ref)))
         unprepare.append(timed(partial(service.unprepare, [ref])))
     show(f"{label}: prepare", prepare)
     show(f"{label}: unprepare", unprepare)
+    return world
 
 
 def prepare_one(service: PrepareService, ref: ClaimRef) -> PrepareResult:
@@ -71,3 +105,6 @@ def run() -> None:
     for label, devices in cases.items():
         with tempfile.TemporaryDirectory(prefix="gpu-bench-prepare-") as tmp:
             measure(devices, label, Path(tmp))
+    for label, (percent, sharing) in SHARES.items():
+        with tempfile.TemporaryDirectory(prefix="gpu-bench-prepare-") as tmp:
+            measure_share(label, percent, sharing, Path(tmp))

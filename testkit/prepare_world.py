@@ -15,19 +15,29 @@ from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
 from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
+from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
 from deckhouse_gpu.adapters.node_lock import NodeLock
 from deckhouse_gpu.adapters.sim import driver_tree
+from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
 from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig
 from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
+from deckhouse_gpu.adapters.sim.sim_mps_kubelet import SimulatedKubeletMps
 from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS
 from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.sharing_host import SharingHost
 from testkit.gpu_objects import ready_card
 
 NODE = "w1"
 BOOT_ID = "8f0c1d2e-0000-4000-8000-000000000001"
 HOOK = "/usr/local/bin/nvidia-cdi-hook"
+DRIVER = "gpu.deckhouse.io"
+MPS_NAMESPACE = "d8-gpu"
+MPS_IMAGE = "registry.example/gpu-handler@sha256:" + "0" * 64  # nothing pulls it: the kubelet is simulated
+PLUGIN_DIR = "/var/lib/kubelet/plugins/gpu.deckhouse.io"  # as the host sees it; MPS directories go under it
+MPS_READY_TIMEOUT = 5.0  # the simulated kubelet runs a daemon at once; only a broken test waits
+MPS_POLL_INTERVAL = 0.01
 
 
 @dataclass
@@ -38,8 +48,24 @@ class PrepareWorld:
     mig: HostTreeMig
     cdi_root: Path
     checkpoint_path: Path
+    settings: SimCardSettings  # the cards' compute mode and time-slice (in memory)
+    daemons: SimulatedKubeletMps  # MPS daemon Pods on ``api``, run at once by a simulated kubelet
+
+    @property
+    def sharing(self) -> SharingHost:
+        """What gpu-handler is given for sharing; every service of the world shares its state."""
+        return SharingHost(
+            self.settings,
+            self.daemons,
+            PLUGIN_DIR,
+            NODE,
+            ready_timeout=MPS_READY_TIMEOUT,
+            poll_interval=MPS_POLL_INTERVAL,
+        )
 
     def service(self, lock_timeout: float = 5.0, **extra: Any) -> PrepareService:
+        """A PrepareService of the node; ``extra`` overrides its keywords (``sharing=None``: a
+        handler without sharing support)."""
         host = self.root / "host"
         discovery = CdiDiscovery(MountedDriverRoot(self.root / "driver-root"), host, "/")
         cdi = FileClaimCDI(discovery, CdiWriter(self.cdi_root), HOOK)
@@ -53,7 +79,7 @@ class PrepareWorld:
             self.mig,
             cdi,
             SystemClock(),
-            **extra,
+            **{"sharing": self.sharing, **extra},
         )
 
     @property
@@ -80,7 +106,19 @@ def build_world(root: Path, cards: dict[str, str]) -> PrepareWorld:
         api.patch(PHYSICAL_GPUS, card["metadata"]["name"], {"status": status}, subresource="status")
     nvml = SimulatedNVML(cards, node_name=NODE)
     mig = HostTreeMig(SimulatedMig(nvml), host)
-    return PrepareWorld(root, api, nvml, mig, root / "cdi", root / "plugin" / "checkpoint.json")
+    daemons = SimulatedKubeletMps(
+        KubeMpsDaemons(api, MPS_NAMESPACE, NODE, MPS_IMAGE, "/"), api, host_root=host
+    )
+    return PrepareWorld(
+        root,
+        api,
+        nvml,
+        mig,
+        root / "cdi",
+        root / "plugin" / "checkpoint.json",
+        SimCardSettings(cards),
+        daemons,
+    )
 
 
 def allocate(
@@ -95,4 +133,43 @@ def allocate(
             result["shareID"] = shares[index]
         results.append(result)
     status = {"allocation": {"devices": {"results": results}}}
+    return api.patch(RESOURCE_CLAIMS, name, {"status": status}, subresource="status", namespace=namespace)
+
+
+def allocate_share(
+    api: MemoryKube,
+    name: str,
+    device: str,
+    percent: str,
+    parameters: dict[str, Any] | None,
+    namespace: str = "ns",
+) -> dict[str, Any]:
+    """A ResourceClaim for ``percent`` of a shared card, allocated as the scheduler writes it: a
+    shareID and the consumed share in the result, the claim's opaque config (``parameters``, a
+    GPUConfig; None: none) copied into the allocation."""
+    exactly = {"deviceClassName": "gpu-shared", "capacity": {"requests": {"sharePercent": percent}}}
+    devices: dict[str, Any] = {"requests": [{"name": "gpu", "exactly": exactly}]}
+    config = (
+        None
+        if parameters is None
+        else {"requests": ["gpu"], "opaque": {"driver": DRIVER, "parameters": parameters}}
+    )
+    if config is not None:
+        devices["config"] = [config]
+    created = api.create(
+        RESOURCE_CLAIMS, {"metadata": {"name": name, "namespace": namespace}, "spec": {"devices": devices}}
+    )
+    result = {
+        "request": "gpu",
+        "driver": DRIVER,
+        "pool": f"gpus/{NODE}",
+        "device": device,
+        # The scheduler's shareID is a fresh UUID per share: the claim's own UID is one.
+        "shareID": created["metadata"]["uid"],
+        "consumedCapacity": {"sharePercent": percent},
+    }
+    allocated: dict[str, Any] = {"results": [result]}
+    if config is not None:
+        allocated["config"] = [{"source": "FromClaim", **config}]
+    status = {"allocation": {"devices": allocated}}
     return api.patch(RESOURCE_CLAIMS, name, {"status": status}, subresource="status", namespace=namespace)

@@ -71,11 +71,36 @@ def test_scenario_from_a_file(tmp_path):
             "count is a",
         ),
         ("nodes: [{name: a}]\nsettings: {healthGraceSeconds: soon}", "are numbers"),
+        (
+            "nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a, name: c, sharePercent: 25}}]",
+            "need the devices the step allocates",
+        ),
+        (
+            "nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a, name: c, devices: [d], sharePercent: 0}}]",
+            "above 0 and up to 100",
+        ),
+        (
+            "nodes: [{name: a}]\nsteps: [{prepareClaim: {name: c, devices: [d], sharePercent: '5'}}]",
+            "above 0 and up to 100",
+        ),
+        (
+            "nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a, name: c, devices: [d], config: MPS}}]",
+            "config is the opaque parameters",
+        ),
     ],
 )
 def test_bad_scenarios_say_what_is_wrong(text, message):
     with pytest.raises(ScenarioError, match=message):
         parse_scenario("s", text)
+
+
+def test_the_sharing_scenario_gives_shares_their_percent_and_config():
+    steps = [step for step in load_scenario("sharing").steps if step.kind == "prepareClaim"]
+    assert [(step.args["sharePercent"], step.args["config"]["sharing"]["strategy"]) for step in steps] == [
+        (25, "MPS"),
+        (75, "MPS"),
+        (25, "TimeSlicing"),
+    ]
 
 
 def test_unknown_scenario_lists_the_known_ones():

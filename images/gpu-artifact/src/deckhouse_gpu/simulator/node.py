@@ -17,6 +17,7 @@ from typing import Any
 
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.scenario import SimNode, SimSettings
+from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
 from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.domain.inventory.desired import node_selector
@@ -36,6 +37,7 @@ from deckhouse_gpu.services.prepare import PrepareService
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import TriggerLoop
 from deckhouse_gpu.simulator.prepare import prepare_service
+from deckhouse_gpu.simulator.sharing import card_appeared, sharing_host
 
 VALIDATOR_NAMESPACE = "d8-gpu"
 VALIDATOR_LABELS = {"app": "nvidia-driver-validator"}
@@ -47,6 +49,7 @@ class SimulatedNode:
     builder: HostBuilder
     nvml: SimulatedNVML
     models: dict[str, str]  # PCI address -> model, for cards NVML may see again after a rebind
+    settings: SimCardSettings  # the cards' compute mode and time-slice, as NVML holds them
     loops: list[TriggerLoop] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
     prepare: PrepareService | None = None
@@ -64,6 +67,7 @@ class SimulatedNode:
         self.models[address] = model
         if driver == "nvidia":
             self.nvml.add_card(address, model)
+            card_appeared(self.settings, address)
         self.agent().notify_udev("add", address)
 
     def remove_gpu(self, address: str) -> None:
@@ -78,6 +82,7 @@ class SimulatedNode:
             self.nvml.remove_card(address)
         if driver == "nvidia":
             self.nvml.add_card(address, self.models[address])
+            card_appeared(self.settings, address)
         self.agent().notify_udev("bind", address)
 
 
@@ -94,6 +99,7 @@ def build_node(spec: SimNode, builder: HostBuilder) -> SimulatedNode:
         builder,
         SimulatedNVML(nvidia_bound, node_name=spec.name),
         {g.address: g.model for g in spec.gpus},
+        SimCardSettings(nvidia_bound),
     )
 
 
@@ -116,7 +122,7 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
     )
     node.prepare = prepare_service(
         api, name, node.builder.root, node.nvml, clock,
-        offers=handler,
+        offers=handler, sharing=sharing_host(api, name, node.builder.root, node.settings),
     )  # fmt: skip
     node.prepare.start()
     node.loops = [agent, handler]

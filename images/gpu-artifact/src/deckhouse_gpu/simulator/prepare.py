@@ -7,6 +7,7 @@ unprepared by the node's real PrepareService on its simulated host (MIG, CDI fil
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +26,19 @@ from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeAPI
 from deckhouse_gpu.services.prepare import OfferFollower, PrepareService
+from deckhouse_gpu.services.sharing_host import SharingHost
 
 CLAIM_NAMESPACE = "demo"
 HOOK = "/usr/bin/nvidia-cdi-hook"
+REQUEST = "gpu"
+DEVICE_CLASS = "gpu.deckhouse.io"  # the scheduler has allocated already: the class is never read
+CONFIG_API_VERSION = "gpu.deckhouse.io/v1alpha1"
+SHARE_IDS = uuid.uuid5(uuid.NAMESPACE_URL, "https://deckhouse.io/modules/gpu/simulator/shares")
 
 
 def prepare_service(
     api: KubeAPI, node: str, root: Path, nvml: SimulatedNVML, clock: Clock,
-    offers: OfferFollower,
+    offers: OfferFollower, sharing: SharingHost,
 ) -> PrepareService:  # fmt: skip
     plugin_dir = root / "var/lib/kubelet/plugins" / DRIVER
     discovery = CdiDiscovery(MountedDriverRoot(root), root, "/")
@@ -45,22 +51,57 @@ def prepare_service(
         FileClaimCDI(discovery, CdiWriter(root / "etc/cdi"), HOOK),
         clock,
         offers=offers,
+        sharing=sharing,
     )
 
 
-def allocate(api: KubeAPI, node: str, name: str, devices: list[str]) -> dict[str, Any]:
-    """A ResourceClaim with the allocation the kube-scheduler would write for these devices."""
+def allocate(
+    api: KubeAPI,
+    node: str,
+    name: str,
+    devices: list[str],
+    share_percent: float | None = None,
+    config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ResourceClaim with the allocation the kube-scheduler would write for these devices.
+
+    ``share_percent``: each device is a share of its card that consumed this much (a shareID and
+    ``consumedCapacity.sharePercent`` in its result); ``config``: the claim's opaque parameters
+    (a GPUConfig), which the scheduler copies into the allocation for the driver."""
+    exactly: dict[str, Any] = {"deviceClassName": DEVICE_CLASS, "count": len(devices)}
+    if share_percent is not None:
+        exactly["capacity"] = {"requests": {"sharePercent": f"{share_percent:g}"}}
+    spec: dict[str, Any] = {"requests": [{"name": REQUEST, "exactly": exactly}]}
+    if config is not None:
+        spec["config"] = [{"requests": [REQUEST], "opaque": _opaque(config)}]
     api.create(
-        RESOURCE_CLAIMS, {"metadata": {"name": name, "namespace": CLAIM_NAMESPACE}, "spec": {"devices": {}}}
+        RESOURCE_CLAIMS, {"metadata": {"name": name, "namespace": CLAIM_NAMESPACE}, "spec": {"devices": spec}}
     )
-    results = [{"request": "gpu", "driver": DRIVER, "pool": pool_name(node), "device": d} for d in devices]
+    results = [_result(node, name, device, share_percent) for device in devices]
     selector = {
         "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
     }
-    status = {"allocation": {"devices": {"results": results}, "nodeSelector": selector}}
+    allocated: dict[str, Any] = {"results": results}
+    if config is not None:
+        allocated["config"] = [{"source": "FromClaim", "requests": [REQUEST], "opaque": _opaque(config)}]
+    status = {"allocation": {"devices": allocated, "nodeSelector": selector}}
     return api.patch(
         RESOURCE_CLAIMS, name, {"status": status}, subresource="status", namespace=CLAIM_NAMESPACE
     )
+
+
+def _result(node: str, claim: str, device: str, share_percent: float | None) -> dict[str, Any]:
+    result: dict[str, Any] = {"request": REQUEST, "driver": DRIVER, "pool": pool_name(node), "device": device}
+    if share_percent is not None:
+        # The scheduler picks a fresh UUID per share; derived here, so a demo's output repeats.
+        result["shareID"] = str(uuid.uuid5(SHARE_IDS, f"{CLAIM_NAMESPACE}/{claim}/{device}"))
+        result["consumedCapacity"] = {"sharePercent": f"{share_percent:g}"}
+    return result
+
+
+def _opaque(parameters: dict[str, Any]) -> dict[str, Any]:
+    full = {"apiVersion": CONFIG_API_VERSION, "kind": "GPUConfig", **parameters}
+    return {"driver": DRIVER, "parameters": full}
 
 
 def claim_ref(api: KubeAPI, name: str) -> ClaimRef:
@@ -77,8 +118,16 @@ def describe_prepare(result: PrepareResult, cdi_root: Path, uid: str) -> list[st
     if spec_file.exists():
         spec = json.loads(spec_file.read_text())
         for device in spec["devices"]:
-            nodes = [node["path"] for node in device["containerEdits"].get("deviceNodes", [])]
+            edits = device["containerEdits"]
+            nodes = [node["path"] for node in edits.get("deviceNodes", [])]
             lines.append(f"  CDI device {device['name']}: device nodes {', '.join(nodes)}")
+            # An MPS client's own edits: its limits and the daemon's directories.
+            if edits.get("env"):
+                lines.append(f"  CDI device {device['name']}: env {', '.join(edits['env'])}")
+            for mount in edits.get("mounts", []):
+                lines.append(
+                    f"  CDI device {device['name']}: mount {mount['hostPath']} -> {mount['containerPath']}"
+                )
         common = spec.get("containerEdits", {})
         lines.append(
             f"  CDI common edits: {len(common.get('mounts', []))} driver mounts, "

@@ -23,12 +23,13 @@ from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, Step
 from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
 from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_SLICES, NotFound
+from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES, NotFound
 from deckhouse_gpu.services.dra_controller import DraControllerSettings
 from deckhouse_gpu.services.gpu_controller import ControllerSettings
 from deckhouse_gpu.simulator.allocation import pod_on_node
 from deckhouse_gpu.simulator.node import SimulatedNode, build_node, set_validator, start_components
-from deckhouse_gpu.simulator.prepare import allocate, claim_ref, describe_prepare
+from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE, allocate, claim_ref, describe_prepare
+from deckhouse_gpu.simulator.sharing import cards_of_claim, describe_cards
 
 SETTLE_TIMEOUT = 60.0  # only a stuck world waits this long; a loaded CI machine can take over 15 s
 QUIET_SECONDS = 0.3  # no API write and every loop idle for this long: the world has settled
@@ -118,16 +119,30 @@ class SimulatedCluster:
         name = str(args["name"])
         if kind == "prepareClaim":
             if args.get("devices"):  # as the scheduler would have allocated them
-                allocate(self.api, node.spec.name, name, [str(device) for device in args["devices"]])
+                percent, config = args.get("sharePercent"), args.get("config")
+                allocate(
+                    self.api,
+                    node.spec.name,
+                    name,
+                    [str(device) for device in args["devices"]],
+                    share_percent=None if percent is None else float(percent),
+                    config=config,
+                )
             try:
                 ref = claim_ref(self.api, name)
             except NotFound:
                 return [f"  claim {name} does not exist: give its devices, or create it with podOnNode first"]
             result = node.prepare.prepare([ref])[ref.uid]
-            return describe_prepare(result, node.builder.root / "etc/cdi", ref.uid)
-        ref = claim_ref(self.api, name)
-        error = node.prepare.unprepare([ref])[ref.uid]
-        return [f"  unprepare failed: {error}" if error else f"  unprepared {name}"]
+            lines = describe_prepare(result, node.builder.root / "etc/cdi", ref.uid)
+        else:
+            ref = claim_ref(self.api, name)
+            error = node.prepare.unprepare([ref])[ref.uid]
+            lines = [f"  unprepare failed: {error}" if error else f"  unprepared {name}"]
+        # What nvidia-smi and kubectl would show of the claim's cards now: compute mode,
+        # time-slice and MPS daemon, set (or given back) by the step.
+        claim = self.api.get(RESOURCE_CLAIMS, name, namespace=CLAIM_NAMESPACE)
+        cards = cards_of_claim(claim, node.settings.modes)  # the NVML library may be broken now
+        return lines + describe_cards(self.api, node.spec.name, node.settings, cards)
 
     def _node(self, name: str) -> SimulatedNode:
         if name not in self.nodes:

@@ -165,6 +165,8 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
         raise ScenarioError(f"{where}: labelNode needs labels (a mapping; null removes a label)")
     if step.kind in ("prepareClaim", "unprepareClaim") and not isinstance(step.args.get("name"), str):
         raise ScenarioError(f"{where}: {step.kind} needs the claim's name")
+    if step.kind == "prepareClaim":
+        _check_share(where, step.args)
     if step.kind == "podOnNode" and not (
         isinstance(step.args.get("name"), str) and isinstance(step.args.get("deviceClass"), str)
     ):
@@ -174,3 +176,17 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
     if step.kind == "wait" and not isinstance(step.args.get("seconds"), int | float):
         raise ScenarioError(f"{where}: wait needs seconds")
     return step
+
+
+def _check_share(where: str, args: dict[str, Any]) -> None:
+    """A share of a card as the scheduler allocates it: the share it consumed and the claim's
+    opaque config (GPUConfig parameters); both only with devices, which the step allocates."""
+    percent, config = args.get("sharePercent"), args.get("config")
+    if (percent is not None or config is not None) and not args.get("devices"):
+        raise ScenarioError(f"{where}: sharePercent and config need the devices the step allocates")
+    if percent is not None and (
+        isinstance(percent, bool) or not isinstance(percent, int | float) or not 0 < percent <= 100
+    ):
+        raise ScenarioError(f"{where}: prepareClaim.sharePercent is a number above 0 and up to 100")
+    if config is not None and not isinstance(config, dict):
+        raise ScenarioError(f"{where}: prepareClaim.config is the opaque parameters (a GPUConfig mapping)")
