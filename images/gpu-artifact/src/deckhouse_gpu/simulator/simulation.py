@@ -33,6 +33,9 @@ from deckhouse_gpu.simulator.sharing import cards_of_claim, describe_cards
 
 SETTLE_TIMEOUT = 60.0  # only a stuck world waits this long; a loaded CI machine can take over 15 s
 QUIET_SECONDS = 0.3  # no API write and every loop idle for this long: the world has settled
+# At start a chain of components (agent, controller, handler) reacts to each other's first writes
+# through watches; on a loaded machine one hop can take longer than a step's quiet window.
+START_QUIET_SECONDS = 1.0
 
 
 class SimulatedCluster:
@@ -68,7 +71,7 @@ class SimulatedCluster:
         )
         for node in self.nodes.values():
             start_components(node, self.api, self.clock, self.scenario.settings)
-        self.settle()
+        self.settle(START_QUIET_SECONDS)
 
     def apply(self, step: Step) -> None:
         """Changes the world as the step says, with the events the kernel or kubelet would send."""
@@ -149,8 +152,9 @@ class SimulatedCluster:
             raise ScenarioError(f"step names unknown node {name!r}")
         return self.nodes[name]
 
-    def settle(self) -> float:
-        """Waits until no component has work and the API has been quiet; returns the seconds it took."""
+    def settle(self, quiet: float = QUIET_SECONDS) -> float:
+        """Waits until no component has work and the API has been quiet for ``quiet`` seconds; returns
+        the seconds it took."""
         started = time.monotonic()
         quiet_since: float | None = None
         version = self.api.resource_version
@@ -160,7 +164,7 @@ class SimulatedCluster:
                 version, quiet_since = current, None
             elif quiet_since is None:
                 quiet_since = now
-            elif now - quiet_since >= QUIET_SECONDS:
+            elif now - quiet_since >= quiet:
                 return quiet_since - started
             time.sleep(0.005)
         raise TimeoutError(f"the simulated cluster did not settle within {SETTLE_TIMEOUT} s")
