@@ -15,9 +15,21 @@ from deckhouse_gpu.domain.naming import model_slug, physical_gpu_name
 T0 = "2026-11-21T00:00:00Z"
 
 
-def ready_card(node: str, address: str, model: str, *, healthy: bool = True, uid: str = "") -> dict[str, Any]:
-    """A fully described card: inventory, DriverReady, capabilities and HardwareHealthy."""
+def ready_card(
+    node: str,
+    address: str,
+    model: str,
+    *,
+    healthy: bool = True,
+    uid: str = "",
+    numa_node: int | None = None,
+) -> dict[str, Any]:
+    """A fully described card: inventory, DriverReady, capabilities and HardwareHealthy; with
+    ``numa_node``, the NUMA node the agent read from sysfs (none by default, as sysfs's -1)."""
     pci = GPU_MODELS[model]
+    pci_info: dict[str, Any] = {"address": address, "pcieRoot": f"pci0000:{address[5:7]}"}
+    if numa_node is not None:
+        pci_info["numaNode"] = numa_node
     nvml = SimulatedNVML({address: model}, node_name=node)
     view = nvidia_view(nvml.snapshot(address), nvml.driver())
     conditions = [
@@ -50,7 +62,7 @@ def ready_card(node: str, address: str, model: str, *, healthy: bool = True, uid
         },
         "status": {
             "nodeInfo": {"nodeName": node},
-            "pciInfo": {"address": address, "pcieRoot": f"pci0000:{address[5:7]}"},
+            "pciInfo": pci_info,
             "currentState": {"driverType": "Nvidia", "driverName": "nvidia", "nvidia": view.current_state},
             "capabilities": view.capabilities,
             "conditions": conditions,

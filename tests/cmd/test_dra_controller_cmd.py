@@ -33,7 +33,7 @@ def claim(name: str, device_class: str, count: int = 1) -> dict[str, Any]:
 def files(tmp_path: Path) -> dict[str, Path]:
     cards = node_cards("w1", "a30", 2) + node_cards("w2", "h100-80gb", 1)
     paths = {"slices": tmp_path / "slices.yaml", "claims": tmp_path / "claims.yaml"}
-    for minor in (34, 35):
+    for minor in (34, 35, 36, 37):
         path = tmp_path / f"slices-{minor}.yaml"
         path.write_text(yaml.safe_dump_all(render_nodes(cards, minor, {}, True, True)))
         paths[f"slices-{minor}"] = path
@@ -60,14 +60,19 @@ def common(files: dict[str, Path], *claims: dict[str, Any], slices: str = "slice
     ]
 
 
-@pytest.mark.parametrize("version", ["1.34", "1.35"])
-def test_claims_are_placed_on_the_first_node_that_takes_them(files: dict[str, Path], version: str) -> None:
-    minor = version.split(".")[1]
+@pytest.mark.parametrize(
+    ("version", "semantics"),
+    [("1.34", "1.34"), ("1.35", "1.35"), ("1.36", "1.36"), ("1.37", "1.37"), ("1.38", "1.37")],
+)
+def test_claims_are_placed_on_the_first_node_that_takes_them(
+    files: dict[str, Path], version: str, semantics: str
+) -> None:
+    minor = semantics.split(".")[1]  # a newer version than 1.37 allocates as 1.37
     args = common(files, claim("train", "gpu-h100-80gb-mig-3g.40gb", 2), slices=f"slices-{minor}")
     code, report = run(*args, "--k8s-version", version)
     assert code == 0
     assert report["node"] == "w2"
-    assert report["kubernetesVersion"] == version
+    assert report["kubernetesVersion"] == semantics
     (placed,) = report["claims"]
     assert placed["name"] == "ml/train"
     devices = [r["device"] for r in placed["allocation"]["devices"]["results"]]
@@ -143,3 +148,13 @@ def test_malformed_slices_are_listed_not_fatal(files: dict[str, Path], tmp_path:
     assert code == 0
     assert report["inputProblems"] == ["ResourceSlice junk skipped: no driver or pool name"]
     assert report["node"] == "w1"
+
+
+@pytest.mark.parametrize("version", ["1.33", "2", "latest"])
+def test_a_version_older_than_1_34_or_not_a_version_is_refused(
+    files: dict[str, Path], version: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        run(*common(files, claim("a", "gpu-a30")), "--k8s-version", version)
+    assert exit_info.value.code == 2
+    assert "--k8s-version" in capsys.readouterr().err

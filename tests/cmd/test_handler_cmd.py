@@ -190,12 +190,26 @@ def test_render_slices_prints_valid_pools_for_each_version(host, tmp_path, capsy
     card = ready_card("w1", "0000:17:00.0", "a30")
     path = tmp_path / "cards.yaml"
     path.write_text(yaml.safe_dump_all([card, ready_card("w2", "0000:17:00.0", "t4")]))
-    for version, minor in (("1.34", 34), ("1.35", 35)):
+    printed = {}
+    for version, minor in (("1.34", 34), ("1.35", 35), ("1.36", 36), ("1.37", 37), ("1.38", 38)):
         assert main(["render-slices", "--k8s-version", version, "--physicalgpus", str(path)]) == 0
-        slices = list(yaml.safe_load_all(capsys.readouterr().out))
+        printed[minor] = capsys.readouterr().out
+        slices = list(yaml.safe_load_all(printed[minor]))
         assert {s["spec"]["pool"]["name"] for s in slices} == {"gpus/w1", "gpus/w2"}
         for node in ("w1", "w2"):
             assert validate_pool([s for s in slices if s["spec"]["nodeName"] == node], minor) == []
+    # 1.36 and 1.37 keep the 1.35 layout; a newer version is rendered as 1.37.
+    assert printed[34] != printed[35] == printed[36] == printed[37] == printed[38]
+
+
+@pytest.mark.parametrize("version", ["1.33", "1", "v2.0", "newest"])
+def test_render_slices_refuses_a_version_older_than_1_34_or_not_a_version(tmp_path, capsys, version):
+    path = tmp_path / "cards.yaml"
+    path.write_text(yaml.safe_dump(ready_card("w1", "0000:17:00.0", "a30")))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["render-slices", "--k8s-version", version, "--physicalgpus", str(path)])
+    assert exit_info.value.code == 2
+    assert "--k8s-version" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -33,12 +33,14 @@ from tests.e2e.sim_node import (
     CARD_A,
     CARD_B,
     NODE,
+    PLUGIN_DIR,
     Launcher,
     build_host,
     cdi_spec,
     checkpoint_claims,
     claim_specs,
     gi_dirs,
+    metadata_files,
     mig_state,
     placements,
     ref,
@@ -118,6 +120,11 @@ def assert_prepared_once(node: Node, claim: dict[str, Any], answer: dict[str, An
     assert spec is not None
     assert validate_spec(spec) == []
     assert {device["name"] for device in spec["devices"]} == {f"{uid}-{device}" for device in MIXED}
+    # One metadata file for the request, mounted by every device of it.
+    assert metadata_files(node.root) == [f"{uid}/gpu"]
+    for device in spec["devices"]:
+        (mount,) = device["containerEdits"]["mounts"]
+        assert mount["hostPath"] == f"/{PLUGIN_DIR}/dra-device-metadata/{uid}/gpu/metadata.json"
 
 
 def leftover(node: Node, uid: str) -> tuple[str | None, int, int, bool, bool]:
@@ -134,6 +141,7 @@ def assert_released(node: Node) -> None:
     assert not state[CARD_A]["migPending"]
     assert gi_dirs(node.root, 0) == []
     assert claim_specs(node.root) == []
+    assert metadata_files(node.root) == []
     assert checkpoint_claims(node.root) == {}
 
 

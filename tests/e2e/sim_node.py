@@ -65,6 +65,12 @@ def claim_specs(root: Path) -> list[str]:
     return sorted(p.name for p in (root / "etc/cdi").glob("gpu.deckhouse.io-gpu_*.json"))
 
 
+def metadata_files(root: Path) -> list[str]:
+    """The device metadata files (KEP-5304) under the plugin directory: ``<claim UID>/<request>``."""
+    base = root / PLUGIN_DIR / "dra-device-metadata"
+    return sorted(str(p.parent.relative_to(base)) for p in base.glob("*/*/metadata.json"))
+
+
 def mig_state(root: Path) -> dict[str, Any]:
     """The simulated cards' MIG part by address; a card never changed is off and empty."""
     path = root / STATE_FILE

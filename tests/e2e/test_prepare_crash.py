@@ -19,7 +19,7 @@ import pytest
 from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS
 from tests.e2e import crash_node
 from tests.e2e.crash_node import MIXED, assert_prepared_once, assert_released, leftover, status_problems
-from tests.e2e.sim_node import ref
+from tests.e2e.sim_node import metadata_files, ref
 
 # One fake API server for this module, a host root of its own for each test (bound here for pytest).
 server, node = crash_node.server, crash_node.node
@@ -43,6 +43,7 @@ PREPARE_POINTS = {
     # No sharing in MIXED: these change nothing (tests/e2e/test_prepare_crash_sharing.py has them).
     "step:set-card-sharing": ("PrepareStarted", 2, 2, True, False),
     "step:start-mps": ("PrepareStarted", 2, 2, True, False),
+    "step:write-device-metadata": ("PrepareStarted", 2, 2, True, False),  # files, no spec yet
     "step:write-cdi": ("PrepareStarted", 2, 2, True, True),  # its ids are saved by the next step
     "step:mark-completed": ("PrepareCompleted", 2, 2, True, True),
     "save:2": STARTED,  # with the intent to switch MIG on recorded
@@ -86,6 +87,20 @@ def test_a_prepare_killed_anywhere_converges_after_a_restart(node, point, left):
     assert_released(node)
     problems += status_problems(node, claim, prepared=False)
     assert not problems
+
+
+def test_a_kill_after_the_metadata_files_leaves_them_to_the_rollback(node):
+    claim = node.claim(*MIXED)
+    dying = node.launch("--trap-in", "prepare", "--trap-at", "step:write-device-metadata")
+    assert dying.call("prepare", ref(claim)) is None
+    assert dying.killed(), dying.stderr()
+    assert metadata_files(node.root) == [f"{ref(claim).uid}/gpu"]
+
+    fresh = node.launch()
+    assert fresh.call("start") == "started"  # the entry is of this boot: start leaves it to its claim
+    assert metadata_files(node.root) == [f"{ref(claim).uid}/gpu"]
+    assert fresh.call("unprepare", ref(claim)) == {ref(claim).uid: ""}  # the Pod went away meanwhile
+    assert_released(node)
 
 
 @pytest.mark.parametrize(("point", "left"), list(UNPREPARE_POINTS.items()), ids=list(UNPREPARE_POINTS))

@@ -27,7 +27,7 @@ from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_objects import ready_card
 from tests.e2e import crash_node
 from tests.e2e.crash_node import Node
-from tests.e2e.sim_node import CARD_A, CARD_B, NODE, cdi_spec, checkpoint_claims
+from tests.e2e.sim_node import CARD_A, CARD_B, NODE, cdi_spec, checkpoint_claims, metadata_files
 from tests.services.sharing_world import MPS, NAMESPACE, share_claim, time_slicing
 
 DAEMON = "gpu-mps-w1-gpu-0000-17-00-0"
@@ -83,6 +83,7 @@ def state(node: Node, uid: str) -> tuple[str | None, str, str, list[str], bool]:
 def assert_prepared(node: Node, ref: ClaimRef, answer: dict[str, Any], mps: bool) -> None:
     assert answer[ref.uid]["error"] == ""
     assert list(checkpoint_claims(node.root)) == [ref.uid]
+    assert metadata_files(node.root) == [f"{ref.uid}/gpu"]
     spec = cdi_spec(node.root, ref.uid)
     assert spec is not None
     env = spec["devices"][0]["containerEdits"].get("env", [])
@@ -97,13 +98,15 @@ def assert_prepared(node: Node, ref: ClaimRef, answer: dict[str, Any], mps: bool
 def assert_released(node: Node, uid: str) -> None:
     assert state(node, uid) == (None, "Default", "Default", [], False)
     assert checkpoint_claims(node.root) == {}
+    assert metadata_files(node.root) == []
 
 
-NOTHING = (None, "Default", "Default", [], False)
-STARTED = ("PrepareStarted", "Default", "Default", [], False)
-MPS_MODE = ("PrepareStarted", "ExclusiveProcess", "Default", [], False)
-MPS_UP = ("PrepareStarted", "ExclusiveProcess", "Default", [DAEMON], False)
-LONG = ("PrepareStarted", "Default", "Long", [], False)
+Left = tuple[str | None, str, str, list[str], bool]
+NOTHING: Left = (None, "Default", "Default", [], False)
+STARTED: Left = ("PrepareStarted", "Default", "Default", [], False)
+MPS_MODE: Left = ("PrepareStarted", "ExclusiveProcess", "Default", [], False)
+MPS_UP: Left = ("PrepareStarted", "ExclusiveProcess", "Default", [DAEMON], False)
+LONG: Left = ("PrepareStarted", "Default", "Long", [], False)
 # Where a prepare can die, and what it leaves: (entry, compute mode, time-slice, daemons, spec).
 MPS_POINTS = {
     "step:check-config": NOTHING,
@@ -114,6 +117,7 @@ MPS_POINTS = {
     "step:set-card-sharing": MPS_MODE,
     "share:2": MPS_UP,  # the daemon Pod created, not waited for
     "step:start-mps": MPS_UP,
+    "step:write-device-metadata": MPS_UP,
     "step:write-cdi": ("PrepareStarted", "ExclusiveProcess", "Default", [DAEMON], True),
     "step:mark-completed": ("PrepareCompleted", "ExclusiveProcess", "Default", [DAEMON], True),
 }

@@ -3,7 +3,7 @@
 
 """The chart's images, Secrets, monitoring objects, webhook and admission policy as rendered by a
 real Helm 3, and every rendered object checked against what the API server accepts: its OpenAPI
-schema of Kubernetes 1.34 and 1.35, and the semantic rules of tests/support/k8s_semantics.py.
+schema of Kubernetes 1.34 to 1.37, and the semantic rules of tests/support/k8s_semantics.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 from tests.module.helm_render_sets import RENDERED, VALUE_SETS, containers, every, handler, pod_spec
 from tests.support.helm_chart import MONITORING_APIS, HelmFailed, Rendered, render
 from tests.support.k8s_semantics import iter_errors
+from tests.support.k8s_versions import SCHEMA_VERSIONS
 from tests.support.module_images import RUNTIME_IMAGES
 from tests.support.module_values import REGISTRY, digest, module_values
 
@@ -116,7 +117,7 @@ def test_the_dra_controller_serves_the_webhook_only_with_a_certificate() -> None
 CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "GrafanaDashboardDefinition", "VerticalPodAutoscaler"}
 
 
-@pytest.mark.parametrize("version", ["1.34.0", "1.35.0"])
+@pytest.mark.parametrize("version", SCHEMA_VERSIONS)
 @pytest.mark.parametrize("rendered", every("schema"))
 def test_every_builtin_object_is_valid_for_the_api_server(rendered: Rendered, version: str) -> None:
     # Strict: an unknown field (a typo, a field of another version) is an error, as with

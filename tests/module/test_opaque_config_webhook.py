@@ -24,6 +24,7 @@ from deckhouse_gpu.domain.config.opaque_config import decode
 from deckhouse_gpu.domain.config.opaque_types import DRIVER
 from deckhouse_gpu.services.config_admission import review
 from tests.support.helm_chart import render
+from tests.support.k8s_versions import SCHEMA_VERSIONS
 from tests.support.module_values import module_values
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +88,7 @@ def test_metadata_follows_the_deckhouse_conventions() -> None:
     assert metadata["annotations"] == {"werf.io/weight": "10"}  # dmt: webhook configurations need one
 
 
-@pytest.mark.parametrize("version", ["1.34.0", "1.35.0"])
+@pytest.mark.parametrize("version", SCHEMA_VERSIONS)
 def test_valid_for_the_api_server(version: str) -> None:
     kubernetes_validate.validate(WEBHOOK_CONFIGURATION, version, strict=True)
 
@@ -247,7 +248,7 @@ def test_the_example_classes_select_as_the_tested_classes_do() -> None:
                     assert choice["deviceClassName"] in names | {"gpu-a30-mps"}
 
 
-@pytest.mark.parametrize("version", ["1.34.0", "1.35.0"])
+@pytest.mark.parametrize("version", SCHEMA_VERSIONS)
 @pytest.mark.parametrize("doc", examples(), ids=lambda d: f"{d['kind']}/{d['metadata']['name']}")
 def test_each_example_is_a_valid_object(doc: dict[str, Any], version: str) -> None:
     kubernetes_validate.validate(doc, version, strict=True)
@@ -274,7 +275,8 @@ def test_each_documented_object_is_allowed(doc: dict[str, Any]) -> None:
     request = {"uid": "u", "operation": "CREATE", "object": doc}
     request["kind"] = {"group": "resource.k8s.io", "version": "v1", "kind": doc["kind"]}
     assert review(request) == {"uid": "u", "allowed": True}
-    kubernetes_validate.validate(doc, "1.34.0", strict=True)
+    for version in SCHEMA_VERSIONS:
+        kubernetes_validate.validate(doc, version, strict=True)
 
 
 def test_front_matter_and_language() -> None:

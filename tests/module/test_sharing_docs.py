@@ -33,6 +33,7 @@ from deckhouse_gpu.services.slice_preview import render_nodes
 from testkit.gpu_objects import ready_card
 from tests.module.deviceclass_examples import ALLOWED_FUNCTIONS, CLASSES, DEVICE_FIELDS, selectors_of
 from tests.module.test_opaque_config_webhook import sent
+from tests.support.k8s_versions import SCHEMA_VERSIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "SHARING.md", ROOT / "docs" / "SHARING.ru.md"]
@@ -93,7 +94,7 @@ def test_both_languages_show_the_same_examples_in_the_same_structure() -> None:
     assert {d["kind"] for d in EXAMPLES} == {"DeviceClass", "ResourceClaim", "ResourceClaimTemplate"}
 
 
-@pytest.mark.parametrize("version", ["1.34.0", "1.35.0"])
+@pytest.mark.parametrize("version", SCHEMA_VERSIONS)
 @pytest.mark.parametrize("doc", EXAMPLES, ids=ids)
 def test_each_example_is_a_valid_object(doc: dict[str, Any], version: str) -> None:
     kubernetes_validate.validate(doc, version, strict=True)

@@ -109,3 +109,14 @@ def test_no_permission_names_the_resource_and_the_rbac(cluster: GpuCluster) -> N
     cluster.kube.fail_next("list", NotFound("404"), times=1)
     with pytest.raises(ClusterError, match=r"Dynamic Resource Allocation needs Kubernetes 1\.34"):
         gpu_report.capacity(cluster.kube)
+
+
+@pytest.mark.parametrize(("server", "semantics"), [(34, "1.34"), (35, "1.35"), (37, "1.37"), (38, "1.37")])
+def test_the_allocator_follows_the_api_servers_version(server: int, semantics: str) -> None:
+    cluster = GpuCluster(minor=server)  # slices laid out for that server; 1.38 is allocated as 1.37
+    cluster.node("a30", "a30", 2)
+    cluster.publish()
+    cluster.classes(["gpu-a30", "gpu-a30-mig-1g.6gb"])
+    capacity = gpu_report.capacity(cluster.kube)
+    assert capacity.kubernetes == semantics
+    assert {c.device_class: c.total for c in capacity.classes} == {"gpu-a30": 2, "gpu-a30-mig-1g.6gb": 8}

@@ -69,7 +69,14 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     assert column(after_grace, lost, "HARDWAREHEALTHY") == "Unknown"
     assert column(after_grace, "gpu-h100-hgx-0000-3a-00-0", "HARDWAREHEALTHY") == "True"
     assert "NVMLQueryFailed" in sections[6]
+    # What the kubelet's health stream gets, and so what Pods on the card show.
+    health = "device health sent to the kubelet (Pods show it): gpu-h100-hgx: "
+    health += "gpu-0000-2a-00-0 and 25 MIG devices: "
+    assert "device health sent" not in sections[5]  # inside the grace nothing is reported yet
+    assert health + "Unhealthy: HardwareHealthy=Unknown (NVMLQueryFailed): 0000:2a:00.0: " in sections[6]
+    assert "GPU is lost" in sections[6]
     assert column(table(sections[7]), lost, "HARDWAREHEALTHY") == "True"
+    assert health + "Healthy" in sections[7]
 
     sharing_rows = [
         line for line in sections[8].splitlines() if line.startswith("gpu-a100-40-gpu-deckhouse-io")

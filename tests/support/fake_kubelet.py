@@ -57,6 +57,7 @@ class PluginConnection:
     timeout: float
     registered_at: int  # registration order; the kubelet calls the newest plugin of a driver
     calls: list[str] = field(default_factory=list)
+    services: tuple[str, ...] = ()  # everything GetInfo listed: the health stream's versions too
 
     def _stub(self) -> Any:
         return _MODULES[self.version][1].DRAPluginStub(self.channel)
@@ -218,6 +219,7 @@ class FakeKubelet:
             channel=channel,
             timeout=self.timeout,
             registered_at=next(self._order),
+            services=tuple(info.supported_versions),
         )
 
     def active(self, driver: str) -> PluginConnection:

@@ -5,6 +5,7 @@ import pytest
 
 from deckhouse_gpu.domain.offers.card_offers import card_offers, counter_set, eligible
 from deckhouse_gpu.domain.offers.model import OfferPolicy
+from deckhouse_gpu.domain.offers.slice_layout import device_json
 from testkit.gpu_objects import ready_card
 
 A30 = "0000:17:00.0"
@@ -60,7 +61,7 @@ def test_counter_set_and_consumption():
 
 
 def test_attributes_follow_the_spec_and_limits():
-    physical, mig = card_offers(ready_card("w1", A30, "a30"), OfferPolicy()).offers[:2]
+    physical, mig = card_offers(ready_card("w1", A30, "a30", numa_node=0), OfferPolicy()).offers[:2]
     assert physical.attributes["deviceType"] == "Physical"
     assert physical.attributes["resource.kubernetes.io/pciBusID"] == A30
     assert physical.attributes["resource.kubernetes.io/pcieRoot"] == "pci0000:17"
@@ -122,3 +123,45 @@ def test_active_mode_leaves_conflicting_offers_out():
     physical_active = card_offers(ready_card("w1", A30, "a30"), OfferPolicy(), active="Physical")
     assert [o.kind for o in physical_active.offers] == ["Physical"]
     assert physical_active.counter_set is not None  # still consumed by the Physical offer
+
+
+NUMA = "resource.kubernetes.io/numaNode"
+POLICIES = [
+    OfferPolicy(),
+    OfferPolicy(sharing=True),
+    OfferPolicy(mig=False),
+    OfferPolicy(partitionable=False),
+]
+
+
+@pytest.mark.parametrize("numa_node", [0, 1])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_offer_carries_the_cards_numa_node_as_an_int(policy, numa_node):
+    offers = card_offers(ready_card("w1", A30, "a30", numa_node=numa_node), policy).offers
+    for offer in offers:  # Physical, shared and MIG offers alike
+        assert offer.attributes[NUMA] == numa_node
+        assert device_json(offer)["attributes"][NUMA] == {"int": numa_node}  # 0 too: not left out as falsy
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("unknown", [None, -1])
+def test_no_numa_node_attribute_when_the_node_is_unknown(policy, unknown):
+    card = ready_card("w1", A30, "a30")
+    if unknown is not None:
+        card["status"]["pciInfo"]["numaNode"] = unknown  # the kernel's "no affinity", if it ever got here
+    offers = card_offers(card, policy).offers
+    assert {o.kind for o in offers} >= {"Physical"}
+    assert all(NUMA not in offer.attributes for offer in offers)
+    assert all(NUMA not in device_json(offer)["attributes"] for offer in offers)
+
+
+@pytest.mark.parametrize("model", ["a30", "a100-40gb", "a100-80gb", "h100-80gb", "l40s", "t4"])
+def test_every_offer_stays_within_the_attribute_limit_with_every_optional_attribute(model):
+    # DESIGN.md F1.1: at most 32 attributes and capacities per device, on 1.34 to 1.37 alike.
+    card = ready_card("w1", "0000:3b:00.0", model, numa_node=1)
+    offers = [o for policy in POLICIES for o in card_offers(card, policy).offers]
+    assert all(NUMA in o.attributes and "resource.kubernetes.io/pcieRoot" in o.attributes for o in offers)
+    most = max(len(o.attributes) + len(o.capacity) for o in offers)
+    assert most <= 32
+    # docs/DRA.md says "an offer has at most 18": a MIG offer has them all, a card without MIG fewer.
+    assert most == 18 if model not in ("l40s", "t4") else most < 18

@@ -6,7 +6,8 @@
 The kubelet's plugin watcher notices ``<driver>[-<pod uid>]-reg.sock`` in its registry directory,
 asks it what it is (GetInfo), dials the DRA endpoint it names and reports the outcome
 (NotifyRegistrationStatus). Removing the registration socket is how a plugin deregisters, so
-``stop()`` removes it first, before the DRA server goes away.
+``stop()`` removes it first, before the DRA server goes away. With a device health feed the DRA
+socket also serves the kubelet's health stream, and registration lists it (DESIGN.md F6.3).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from deckhouse_gpu.adapters.kubelet_dra_handlers import (
     add_dra_services,
 )
 from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2 as reg
+from deckhouse_gpu.adapters.kubelet_health_grpc import HEALTH_SERVICES, HealthStreams, add_health_services
+from deckhouse_gpu.ports.device_health import DeviceHealthFeed
 from deckhouse_gpu.ports.dra_plugin import DRAService, PluginPaths
 
 log = logging.getLogger(__name__)
@@ -35,8 +38,9 @@ SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
 # sockaddr_un.sun_path is 108 bytes with the terminating NUL; a longer path cannot be bound at all.
 MAX_SOCKET_PATH = 107
 # Prepare and unprepare run one at a time anyway (the service's node lock); a few workers let a
-# call that arrives meanwhile wait in line, and the kubelet sends few.
-DRA_WORKERS = 4
+# call that arrives meanwhile wait in line, and the kubelet sends few. A health stream holds a worker
+# for as long as it is open (two at most, kubelet_health_grpc.MAX_STREAMS).
+DRA_WORKERS = 6
 REGISTRATION_WORKERS = 2
 
 
@@ -64,12 +68,11 @@ class RegistrationState:
             log.error("the kubelet rejected the registration", extra={"error": self.last_error})
 
 
-def _add_registration_service(server: grpc.Server, paths: PluginPaths, status: RegistrationState) -> None:
+def _add_registration_service(
+    server: grpc.Server, paths: PluginPaths, status: RegistrationState, versions: tuple[str, ...]
+) -> None:
     info = reg.PluginInfo(
-        type=PLUGIN_TYPE,
-        name=paths.driver,
-        endpoint=paths.dra_socket,
-        supported_versions=SUPPORTED_VERSIONS,
+        type=PLUGIN_TYPE, name=paths.driver, endpoint=paths.dra_socket, supported_versions=versions
     )
 
     def get_info(_request: reg.InfoRequest, _context: grpc.ServicerContext) -> reg.PluginInfo:
@@ -139,6 +142,7 @@ class RunningPlugin:
         self.registered = status.registered
         self._servers: list[tuple[grpc.Server, str]] = []
         self._stopped = False
+        self.health_streams: HealthStreams | None = None
 
     @property
     def last_error(self) -> str:
@@ -155,6 +159,8 @@ class RunningPlugin:
         if self._stopped:
             return
         self._stopped = True
+        if self.health_streams is not None:
+            self.health_streams.stop()  # a stream waits for the next change; end it, or stop() waits
         # Registration first (it was bound last): the kubelet deregisters the plugin when that
         # socket goes, so no new call comes to the DRA socket after it.
         for server, path in reversed(self._servers):
@@ -164,16 +170,24 @@ class RunningPlugin:
         log.info("kubelet plugin stopped", extra={"driver": self.paths.driver})
 
 
-def start_plugin(service: DRAService, paths: PluginPaths) -> RunningPlugin:
-    """Serves the DRA socket, then the registration socket, so the kubelet finds a ready endpoint."""
+def start_plugin(
+    service: DRAService, paths: PluginPaths, health: DeviceHealthFeed | None = None
+) -> RunningPlugin:
+    """Serves the DRA socket, then the registration socket, so the kubelet finds a ready endpoint.
+
+    ``health``: the node's device health, for the kubelet's health stream; without it the stream is
+    neither served nor listed."""
     status = RegistrationState()
     plugin = RunningPlugin(paths, status)
+    versions = SUPPORTED_VERSIONS + (HEALTH_SERVICES if health is not None else ())
     try:
         dra = plugin._bound(paths.dra_socket, DRA_WORKERS, "kubelet-dra")
         add_dra_services(dra, GuardedCalls(service))
+        if health is not None:
+            plugin.health_streams = add_health_services(dra, health)
         dra.start()
         registration = plugin._bound(paths.registration_socket, REGISTRATION_WORKERS, "kubelet-registration")
-        _add_registration_service(registration, paths, status)
+        _add_registration_service(registration, paths, status, versions)
         registration.start()
     except BaseException:
         plugin.stop(grace=0)

@@ -5,7 +5,7 @@
 
 gpu-dra-controller run [--kubeconfig FILE] [--no-webhook] [--no-leader-elect]   # in the cluster
 gpu-dra-controller allocate --slices S.yaml --classes C.yaml --claims CL.yaml [--allocated A.yaml]
-                            [--node NAME] [--k8s-version 1.34|1.35] [--strict]  # a dry run, no API
+                            [--node NAME] [--k8s-version 1.34..1.37] [--strict]  # a dry run, no API
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import TextIO
 import yaml
 
 from deckhouse_gpu.adapters.manifest_files import ManifestError, load_objects
+from deckhouse_gpu.cmd import k8s_version
 from deckhouse_gpu.cmd.dra_controller_run import add_run_arguments, run_in_cluster
-from deckhouse_gpu.domain.allocation.semantics import VERSIONS, Semantics
+from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.services.allocation_preview import preview
 
 COMPONENT = "gpu-dra-controller"
@@ -41,7 +42,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     allocate.add_argument("--claims", required=True, help="the claims to allocate together (one pod's)")
     allocate.add_argument("--allocated", help="claims already allocated (with status.allocation)")
     allocate.add_argument("--node", help="the node to allocate on (default: try every node in name order)")
-    allocate.add_argument("--k8s-version", choices=VERSIONS, default="1.35")
+    allocate.add_argument(
+        "--k8s-version", type=k8s_version.version_argument, default="1.35", help=k8s_version.HELP
+    )
     allocate.add_argument("--strict", action="store_true", help="the audit's accounting, not the scheduler's")
     return parser.parse_args(argv)
 

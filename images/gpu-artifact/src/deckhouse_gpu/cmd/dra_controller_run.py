@@ -20,13 +20,14 @@ import prometheus_client
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.dra_metrics import DraMetrics
 from deckhouse_gpu.adapters.metrics_server import serve_endpoints
+from deckhouse_gpu.cmd import k8s_version
 from deckhouse_gpu.cmd.election import Election
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.domain.allocation.audit import Violation
 from deckhouse_gpu.domain.allocation.card_sharing import card_sharing
 from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
 from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
-from deckhouse_gpu.domain.allocation.semantics import VERSIONS, Semantics
+from deckhouse_gpu.domain.allocation.semantics import Semantics, version_for
 from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock, SystemClock
 from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Object
@@ -51,11 +52,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument(
         "--k8s-version",
-        choices=("auto", *VERSIONS),
+        type=_version_or_auto,
         default="auto",
-        help="allocator semantics (auto: the API server's)",
+        help=f"allocator semantics: auto (the API server's) or {k8s_version.HELP}",
     )
     parser.add_argument("--log-level", default=env("LOG_LEVEL", "info"))
+
+
+def _version_or_auto(text: str) -> str:
+    return text if text == "auto" else k8s_version.version_argument(text)
 
 
 class ServerSemantics:
@@ -73,8 +78,7 @@ class ServerSemantics:
         now = self.clock()
         if self._cached is None or now - self._cached[0] > VERSION_TTL_SECONDS:
             try:
-                minor = self.api.server_version()[1]
-                version = "1.34" if minor <= 34 else "1.35"
+                version = version_for(self.api.server_version()[1])
             except KubeError as error:
                 log.warning("server version unknown; assuming 1.35", extra={"error": str(error)})
                 version = "1.35"

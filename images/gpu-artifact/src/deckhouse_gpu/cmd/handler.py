@@ -25,7 +25,7 @@ from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
 from deckhouse_gpu.adapters.manifest_files import load_objects
-from deckhouse_gpu.cmd import driver_validator
+from deckhouse_gpu.cmd import driver_validator, k8s_version
 from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
@@ -36,6 +36,7 @@ from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import SystemClock, rfc3339
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
 from deckhouse_gpu.services.health import HealthState
@@ -101,7 +102,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "render-slices", help="print the ResourceSlices for given PhysicalGPUs, touch no API"
     )
     render.add_argument(
-        "--k8s-version", required=True, choices=("1.34", "1.35"), help="the API server's version"
+        "--k8s-version", required=True, type=k8s_version.minor_argument, help=k8s_version.HELP
     )
     render.add_argument(
         "--physicalgpus", required=True, help="YAML file: PhysicalGPU objects, a List, or several documents"
@@ -176,10 +177,9 @@ def render_slices(args: argparse.Namespace, out: TextIO) -> int:
     except ValueError as error:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
         return 2
-    minor = int(args.k8s_version.split(".")[1])
     try:
         slices = render_nodes(
-            objects, minor, labels, not args.no_partitionable, not args.no_consumable_capacity
+            objects, args.k8s_version, labels, not args.no_partitionable, not args.no_consumable_capacity
         )
     except LayoutError as error:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
@@ -204,7 +204,8 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     publisher = SlicePublisher(api, args.node_name, events, features)
     health = HealthState()
     settings = HandlerSettings(args.heartbeat_seconds, args.health)
-    loop = HandlerLoop(capabilities, health, clock, settings, publisher)
+    device_health = DeviceHealthBoard(args.node_name)  # the kubelet's health stream (DESIGN.md F6.3)
+    loop = HandlerLoop(capabilities, health, clock, settings, publisher, device_health=device_health)
     plugin = None
     stop = threading.Event()
     if not args.no_kubelet_plugin:
@@ -217,7 +218,7 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
             prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
         except Exception:  # the kubelet's next call rolls back its own claim; keep serving
             log.exception("start-up cleanup failed; continuing")
-        plugin = start_plugin(prepare, paths)
+        plugin = start_plugin(prepare, paths, health=device_health)
         start_daemon_keeper(prepare, stop, MPS_KEEPER_SECONDS)
     stop_on_signals(stop, loop.wake)
     registered = plugin.registered.is_set if plugin is not None else None

@@ -22,6 +22,7 @@ from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery, DiscoveryError, s
 from deckhouse_gpu.adapters.cdi_writer import CdiWriter
 from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
 from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
+from deckhouse_gpu.adapters.device_metadata_files import FileDeviceMetadata
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
 from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
 from deckhouse_gpu.adapters.node_lock import NodeLock
@@ -60,6 +61,12 @@ def add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pod-uid", default=env("POD_UID") or None, help="socket names for rolling updates (env POD_UID)"
+    )
+    parser.add_argument(
+        "--no-device-metadata",
+        action="store_true",
+        default=env("DEVICE_METADATA", "true").lower() == "false",
+        help="give containers no device metadata files (KEP-5304; env DEVICE_METADATA=false)",
     )
     parser.add_argument(
         "--namespace",
@@ -169,6 +176,8 @@ def build_prepare(
         clock,
         offers=offers,
         sharing=sharing_host(args, api, nvml),
+        # Written where this process reaches the plugin directory, mounted from where the host has it.
+        metadata=None if args.no_device_metadata else FileDeviceMetadata(plugin_dir, args.plugin_dir),
     )
 
     def write_base_spec(cards: list[str]) -> None:

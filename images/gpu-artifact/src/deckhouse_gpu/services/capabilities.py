@@ -45,6 +45,7 @@ class CapabilitiesReport:
     retry_in: float | None = None  # the soonest per-card retry
     seconds: float = 0.0
     cards: list[Object] = field(default_factory=list)  # this node's cards as stored after the pass
+    listed: bool = False  # the cards could be listed: ``cards`` is the whole node, not a failure
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ class CapabilitiesPass:
             report.ok = False
             report.failures.append(f"list: {error}")
             return report
+        report.listed = True
         driver, driver_error = driver_info(self.nvml)
         self._latest = {str(card["metadata"]["name"]): card for card in cards}
         for card in sorted(cards, key=lambda c: str(c["metadata"]["name"])):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from deckhouse_gpu.domain.allocation.claims import ClaimError, DeviceClass, parse_class
 from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.domain.allocation.semantics import Semantics, version_for
+from deckhouse_gpu.domain.kube_versions import NEWEST_MINOR
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS, RESOURCE_CLAIM_TEMPLATES
 from deckhouse_gpu.ports.kube import (
     NODES,
@@ -90,14 +91,14 @@ class ClusterReads:
             raise _failure(error, "get", resource, where) from error
 
     def semantics(self, strict: bool) -> Semantics:
-        """The allocator's semantics for this API server: 1.34, or 1.35 for any later minor."""
+        """The allocator's semantics for this API server: its minor, 1.34 to 1.37 (a newer one as 1.37)."""
         try:
             major, minor = self.api.server_version()
         except KubeError as error:
             if isinstance(error, Unavailable):
                 raise ClusterError(f"the API server cannot be reached: {error}") from error
             raise ClusterError(f"cannot read the API server's version: {error}") from error
-        return Semantics("1.34" if (major, minor) <= (1, 34) else "1.35", strict=strict)
+        return Semantics(version_for(minor if major == 1 else NEWEST_MINOR), strict=strict)
 
     def cards(self) -> list[Object]:
         return self.list_all(PHYSICAL_GPUS)

@@ -33,7 +33,7 @@ class StatusReport:
 
 @dataclass
 class CapacityReport:
-    kubernetes: str  # the allocator's semantics: "1.34" or "1.35"
+    kubernetes: str  # the allocator's semantics: "1.34" to "1.37"
     classes: list[capacity_report.ClassCapacity]
     nodes: list[str]  # the nodes counted
     problems: list[str]  # classes, slices or claims that could not be used

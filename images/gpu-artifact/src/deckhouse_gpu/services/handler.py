@@ -19,6 +19,7 @@ from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import NODES, KubeError, WatchEvent
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.slice_publisher import LABEL_MIG, LABEL_SHARING, InvalidPool, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
@@ -44,6 +45,7 @@ class HandlerLoop(TriggerLoop):
         settings: HandlerSettings,
         publisher: SlicePublisher | None = None,
         after_publish: Callable[[list[str]], None] | None = None,
+        device_health: DeviceHealthBoard | None = None,
     ) -> None:
         super().__init__(self._pass, health, clock, settings.timing)
         self.capabilities = capabilities
@@ -53,6 +55,7 @@ class HandlerLoop(TriggerLoop):
         self._modes_lock = threading.Lock()  # prepare reports from the kubelet's gRPC threads
         self.after_publish = after_publish  # e.g. the CDI base spec for the offered cards
         self._node_labels: dict[str, str] | None = None
+        self.device_health = device_health  # what the kubelet's health stream sends (DESIGN.md F6.3)
 
     def follow_modes(self, modes: Mapping[str, ActiveMode]) -> None:
         """Prepare's report of the mode each card is prepared in (PCI address -> Physical/MIG);
@@ -87,6 +90,8 @@ class HandlerLoop(TriggerLoop):
 
     def _pass(self, triggers: list[Trigger]) -> PassOutcome:
         report = self.capabilities.run()
+        if report.listed and self.device_health is not None:
+            self.device_health.update(report.cards, self.capabilities.clock.now())
         published = None
         if report.ok and self.publisher is not None:
             try:

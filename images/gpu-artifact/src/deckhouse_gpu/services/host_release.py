@@ -15,6 +15,7 @@ from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
+from deckhouse_gpu.ports.device_metadata import DeviceMetadataFiles
 from deckhouse_gpu.ports.mig import MigControl, MigError
 from deckhouse_gpu.services.sharing_host import SharingHost
 from deckhouse_gpu.services.sharing_settle import card_settings_of, settle_cards, stop_unwanted
@@ -32,12 +33,13 @@ def release(
     save: Save,
     sharing: SharingHost | None = None,
     strict: bool = True,
+    metadata: DeviceMetadataFiles | None = None,
 ) -> Checkpoint:
     """Stops the MPS daemons only this claim used, destroys the claim's MIG instances, switches
     MIG off where the claim switched it on and nothing else uses it, switches it on again where an
     unfinished prepare switched it off, gives its cards the sharing settings the other claims need
     (``strict``: a failure raises and the entry stays, so the kubelet's retry resumes), deletes
-    the claim's CDI spec and drops the entry."""
+    the claim's CDI spec and its device metadata files (``metadata``) and drops the entry."""
     if sharing is not None:
         # First: an MPS server holds its MIG instance and its card's compute mode.
         stop_unwanted(checkpoint.without(entry.uid), sharing)
@@ -61,6 +63,8 @@ def release(
     if sharing is not None:
         settle_cards(card_settings_of(entry.devices), checkpoint.without(entry.uid), sharing, strict)
     cdi.delete_claim(entry.uid)
+    if metadata is not None:
+        metadata.delete_claim(entry.uid)
     checkpoint = checkpoint.without(entry.uid)
     save(checkpoint)
     return checkpoint

@@ -23,6 +23,7 @@ from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.clock import Clock, rfc3339
+from deckhouse_gpu.ports.device_metadata import DeviceMetadataFiles
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PreparedDevice, PrepareResult
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound
 from deckhouse_gpu.ports.mig import MigControl, MigError
@@ -78,12 +79,14 @@ class PrepareService:
         after_step: Callable[[str], None] | None = None,
         sharing: SharingHost | None = None,
         events: EventRecorder | None = None,
+        metadata: DeviceMetadataFiles | None = None,
     ) -> None:
         self.api, self.node_name, self.store, self.lock = api, node_name, store, lock
         self.mig, self.cdi, self.clock = mig, cdi, clock
         self.offers = offers
         self.after_step = after_step
         self.sharing, self.events = sharing, events
+        self.metadata = metadata  # None: containers get no device metadata files
         self.modes: dict[str, ActiveMode] = {}  # what offers must respect; refreshed after every call
 
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
@@ -117,6 +120,7 @@ class PrepareService:
             cards=cards,
             pool=pool_name(self.node_name),
             sharing=self.sharing,
+            metadata=self.metadata,
         )
         try:
             entry = checkpoint.get(claim.uid)
@@ -160,11 +164,21 @@ class PrepareService:
                     # Unknown: nothing was prepared here, or it is undone already, or the checkpoint
                     # was lost; a spec left behind by the latter still goes.
                     self.cdi.delete_claim(claim.uid)
+                    if self.metadata is not None:
+                        self.metadata.delete_claim(claim.uid)
                     clear_devices(self.api, claim.namespace, claim.name, claim.uid)
                     errors[claim.uid] = ""
                     continue
                 try:
-                    checkpoint = release(entry, checkpoint, self.mig, self.cdi, self.store.save, self.sharing)
+                    checkpoint = release(
+                        entry,
+                        checkpoint,
+                        self.mig,
+                        self.cdi,
+                        self.store.save,
+                        self.sharing,
+                        metadata=self.metadata,
+                    )
                 except (MigError, SharingError, OSError) as error:
                     errors[claim.uid] = f"unprepare failed, the kubelet retries: {error}"
                     continue
@@ -174,8 +188,8 @@ class PrepareService:
             self._modes_changed(checkpoint)
 
     def start(self) -> None:
-        """Cleans up after a crash or a reboot: entries of an earlier boot, MIG instances and CDI
-        specs no checkpoint entry owns."""
+        """Cleans up after a crash or a reboot: entries of an earlier boot, MIG instances, CDI
+        specs and device metadata files no checkpoint entry owns."""
         with self.lock():
             decoded = self.store.load()
             checkpoint = decoded.checkpoint
@@ -189,6 +203,7 @@ class PrepareService:
                     self.store.save,
                     self.sharing,
                     strict=False,
+                    metadata=self.metadata,
                 )
             if decoded.corrupt_reason or self.store.corrupted_before():
                 # Without a checkpoint nobody knows which instances running Pods still use: keep
@@ -213,6 +228,9 @@ class PrepareService:
                         )
             for uid in self.cdi.claims_with_specs() - set(checkpoint.claims):
                 self.cdi.delete_claim(uid)
+            if self.metadata is not None:
+                for uid in self.metadata.claims_with_files() - set(checkpoint.claims):
+                    self.metadata.delete_claim(uid)
             if self.sharing is not None:
                 settle_node(checkpoint, self.sharing, self._card_addresses())
             self.store.save(checkpoint)

@@ -19,7 +19,14 @@ from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError
 def _release_entry(ctx: PrepareContext) -> None:
     if ctx.entry is not None:
         ctx.checkpoint = release(
-            ctx.entry, ctx.checkpoint, ctx.mig, ctx.cdi, ctx.save, ctx.sharing, strict=False
+            ctx.entry,
+            ctx.checkpoint,
+            ctx.mig,
+            ctx.cdi,
+            ctx.save,
+            ctx.sharing,
+            strict=False,
+            metadata=ctx.metadata,
         )
         ctx.entry = None
 

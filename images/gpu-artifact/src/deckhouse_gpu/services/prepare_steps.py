@@ -7,13 +7,15 @@ The runner (services/prepare_context.py) runs the steps in order; when one fails
 finished ones in reverse. A crash (no undo runs) leaves a ``PrepareStarted`` entry whose records
 let the next call roll everything back (services/host_release.py), because every host change is
 saved as it happens (DESIGN.md D9). The steps that change a card are in
-services/prepare_mig_steps.py, those of sharing in services/prepare_sharing_steps.py.
+services/prepare_mig_steps.py, those of sharing in services/prepare_sharing_steps.py, the device
+metadata files in services/prepare_metadata_steps.py.
 """
 
 from __future__ import annotations
 
 import logging
 
+from deckhouse_gpu.domain.prepare.cdi_spec import merge_device_edits
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.guard import conflicts
 from deckhouse_gpu.domain.prepare.mps import one_daemon_per_claim
@@ -21,6 +23,7 @@ from deckhouse_gpu.domain.prepare.plan import PlanError, plan_claim
 from deckhouse_gpu.domain.prepare.sharing import sharing_conflicts
 from deckhouse_gpu.services.host_release import release
 from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError, Step, run_steps
+from deckhouse_gpu.services.prepare_metadata_steps import WriteDeviceMetadata, metadata_edits
 from deckhouse_gpu.services.prepare_mig_steps import CreateMig, SwitchMigMode
 from deckhouse_gpu.services.prepare_sharing_steps import CheckConfig, SetCardSharing, StartMps, mps_edits
 
@@ -49,7 +52,9 @@ class RollBackLeftover:
         entry = ctx.checkpoint.get(ctx.claim.uid)
         if entry is not None and entry.state == "PrepareStarted":
             log.warning("rolling back an interrupted prepare", extra={"claim": ctx.claim.uid})
-            ctx.checkpoint = release(entry, ctx.checkpoint, ctx.mig, ctx.cdi, ctx.save, ctx.sharing)
+            ctx.checkpoint = release(
+                entry, ctx.checkpoint, ctx.mig, ctx.cdi, ctx.save, ctx.sharing, metadata=ctx.metadata
+            )
 
     def undo(self, ctx: PrepareContext) -> None:
         pass
@@ -108,7 +113,9 @@ class WriteCdi:
 
     def run(self, ctx: PrepareContext) -> None:
         assert ctx.entry is not None
-        ids = ctx.cdi.write_claim(ctx.claim.uid, ctx.plans, ctx.entry.mig, mps_edits(ctx))
+        # Each device's own edits: its MPS client setup and the mount of its metadata file.
+        edits = merge_device_edits(mps_edits(ctx), metadata_edits(ctx))
+        ids = ctx.cdi.write_claim(ctx.claim.uid, ctx.plans, ctx.entry.mig, edits)
         ctx.entry = ctx.entry.completed(ids, ctx.now).with_state(
             "PrepareStarted"
         )  # ids kept for the next step
@@ -139,6 +146,7 @@ PREPARE_STEPS: tuple[Step, ...] = (
     CreateMig(),
     SetCardSharing(),
     StartMps(),
+    WriteDeviceMetadata(),
     WriteCdi(),
     MarkCompleted(),
 )

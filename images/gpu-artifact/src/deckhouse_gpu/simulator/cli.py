@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             file=out,
         )
         cluster.start()
+        cluster.health_changes()  # the start's health is in the table; steps show what changes
         seen: set[str] = set()
         new_events(cluster, seen)
         show(cluster, out, wide)
@@ -134,6 +135,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             for line in cluster.report:
                 print(line, file=out)
             show_events(new_events(cluster, seen), out)
+            for line in cluster.health_changes():
+                print(f"  device health sent to the kubelet (Pods show it): {line}", file=out)
             print(f"  the API reflected it within {seconds * 1000:.0f} ms", file=out)
             show(cluster, out, wide)
             if step.kind in SLICE_STEPS:

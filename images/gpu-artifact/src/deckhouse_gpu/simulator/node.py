@@ -27,6 +27,7 @@ from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, NotFound
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.deletion_watch import start_deletion_watch
+from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
 from deckhouse_gpu.services.health import HealthState
@@ -53,6 +54,7 @@ class SimulatedNode:
     loops: list[TriggerLoop] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
     prepare: PrepareService | None = None
+    device_health: DeviceHealthBoard | None = None  # what the kubelet's health stream would be sent
 
     def idle(self) -> bool:
         return all(loop.idle() for loop in self.loops)
@@ -117,8 +119,14 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
     handler_events = EventRecorder(api, "gpu-handler", name, clock)
     capabilities = CapabilitiesPass(api, node.nvml, name, handler_events, clock, health)
     publisher = SlicePublisher(api, name, handler_events, PublisherSettings())
+    node.device_health = DeviceHealthBoard(name)
     handler = HandlerLoop(
-        capabilities, HealthState(), clock, HandlerSettings(settings.heartbeat_seconds, health), publisher
+        capabilities,
+        HealthState(),
+        clock,
+        HandlerSettings(settings.heartbeat_seconds, health),
+        publisher,
+        device_health=node.device_health,
     )
     node.prepare = prepare_service(
         api, name, node.builder.root, node.nvml, clock,

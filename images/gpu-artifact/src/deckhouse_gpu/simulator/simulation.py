@@ -48,6 +48,7 @@ class SimulatedCluster:
         self.clock = SystemClock()
         self.nodes: dict[str, SimulatedNode] = {}
         self.report: list[str] = []  # what the last kubelet step printed
+        self._health_seen: dict[str, list[str]] = {}  # node -> health lines last shown
         self._controller_stop = threading.Event()
 
     def start(self) -> None:
@@ -168,6 +169,19 @@ class SimulatedCluster:
                 return quiet_since - started
             time.sleep(0.005)
         raise TimeoutError(f"the simulated cluster did not settle within {SETTLE_TIMEOUT} s")
+
+    def health_changes(self) -> list[str]:
+        """The device health lines (as gpu-handler streams them to the kubelet) that changed since
+        the last call, prefixed with the node; a node's first lines count as a change only when they
+        are not all healthy."""
+        changed = []
+        for name, node in sorted(self.nodes.items()):
+            lines = node.device_health.lines() if node.device_health is not None else []
+            before = self._health_seen.get(name)
+            self._health_seen[name] = lines
+            shown = lines if before is not None else [line for line in lines if ": Healthy" not in line]
+            changed += [f"{name}: {line}" for line in shown if line not in (before or [])]
+        return changed
 
     def physical_gpus(self) -> list[dict[str, Any]]:
         return self.api.list(PHYSICAL_GPUS).items

@@ -7,12 +7,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VERSIONS = ("1.34", "1.35")
+from deckhouse_gpu.domain.kube_versions import KNOWN_VERSIONS, NEWEST_MINOR, OLDEST_MINOR
+
+VERSIONS = KNOWN_VERSIONS
+
+
+def version_for(minor: int) -> str:
+    """The semantics of an API server's minor version: 1.34 to 1.37; an older one as 1.34 (it has
+    no DRA v1 to allocate from anyway), a newer one as 1.37 (DESIGN.md F10)."""
+    return f"1.{min(max(minor, OLDEST_MINOR), NEWEST_MINOR)}"
 
 
 @dataclass(frozen=True)
 class Semantics:
     """``version`` switches the 1.34/1.35 differences; the flags mirror the scheduler's gates.
+
+    1.36 and 1.37 allocate as 1.35 does (DESIGN.md F10): every check is "1.34 or not".
 
     ``strict`` is for the audit: it corrects the scheduler's accounting quirks (DESIGN.md F4.4):
     counters of a device rejected after the counter check are given back, and the counters of a

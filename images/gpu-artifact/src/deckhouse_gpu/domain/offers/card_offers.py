@@ -81,6 +81,11 @@ def _common_attributes(card: dict[str, Any]) -> dict[str, AttributeValue]:
     root = status["pciInfo"].get("pcieRoot")
     if root:
         attributes[f"{STANDARD_DOMAIN}/pcieRoot"] = _text(root)
+    numa = status["pciInfo"].get("numaNode")
+    # The standard attribute of KEP-6072 (DESIGN.md F10), an int; left out when unknown: the
+    # kernel's -1 never reaches the PhysicalGPU, and nothing negative is a NUMA node.
+    if type(numa) is int and numa >= 0:
+        attributes[f"{STANDARD_DOMAIN}/numaNode"] = numa
     return attributes
 
 

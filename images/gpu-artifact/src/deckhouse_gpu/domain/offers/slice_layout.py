@@ -5,7 +5,8 @@
 
 1.34: a slice per card holding its counter set and its devices (references stay in the slice).
 1.35+: counters-only slices (at most 8 sets each) and devices slices (at most 64 devices when they
-consume counters, 128 otherwise), all in one pool with one generation.
+consume counters, 128 otherwise), all in one pool with one generation. 1.36 and 1.37 keep the 1.35
+rules (DESIGN.md F10); a newer minor is treated as 1.37 (domain/kube_versions.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deckhouse_gpu.domain.inventory.physicalgpu import LABEL_NODE
+from deckhouse_gpu.domain.kube_versions import known_minor
 from deckhouse_gpu.domain.naming import label_value, pci_address_slug
 from deckhouse_gpu.domain.offers.model import (
     DRIVER,
@@ -26,8 +28,8 @@ from deckhouse_gpu.domain.offers.model import (
 
 API_VERSION = "resource.k8s.io/v1"
 MAX_DEVICES = 128
-MAX_DEVICES_WITH_COUNTERS = 64  # 1.35+
-MAX_COUNTER_SETS = 8  # 1.35+
+MAX_DEVICES_WITH_COUNTERS = 64  # 1.35 to 1.37
+MAX_COUNTER_SETS = 8  # 1.35 to 1.37
 MAX_NAME = 253
 
 
@@ -55,8 +57,9 @@ def _slice_name(node: str, suffix: str) -> str:
 
 
 def layout(node: str, cards: Iterable[CardOffers], minor: int) -> list[SliceContent]:
+    """The slices of a node's pool for the API server's minor version (UnknownVersion below 1.34)."""
     cards = sorted(cards, key=lambda card: card.address)
-    if minor <= 34:
+    if known_minor(minor) == 34:
         return [_card_slice(node, card) for card in cards if card.offers or card.counter_set]
     sets = [card.counter_set for card in cards if card.counter_set is not None]
     slices = [

@@ -1,13 +1,14 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Checks resource.k8s.io/v1 ResourceSlices (plain JSON dicts) against Kubernetes 1.34 or 1.35 rules.
+"""Checks resource.k8s.io/v1 ResourceSlices (plain JSON dicts) against the rules of Kubernetes 1.34 to 1.37.
 
 ``validate_slice`` applies the rules the API server applies to one slice on create (DESIGN.md
 F1.1-F1.7), plus a few traps the allocator would hit later.
 ``validate_pool`` adds the rules across the slices of one pool, which no API server checks: the
 allocator and the kubelet plugin's publisher refuse such a pool instead. ``minor`` is the
-Kubernetes minor version; releases after 1.35 follow the 1.35 rules.
+Kubernetes minor version; 1.36 and 1.37 keep the 1.35 rules (DESIGN.md F10), and a minor newer than
+the newest known one is treated as it (domain/kube_versions.py).
 
 A Problem names a JSON path and the broken rule, e.g. ``spec.devices[3].name: "Gpu-1" is not a
 DNS-1123 label``; an empty list means everything passed.
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from deckhouse_gpu.domain.kube_versions import known_minor
 from deckhouse_gpu.domain.offers.slice_rules_capacity import integer_value, parse_quantity
 from deckhouse_gpu.domain.offers.slice_rules_format import show
 from deckhouse_gpu.domain.offers.slice_rules_spec import (
@@ -33,9 +35,9 @@ __all__ = ["Problem", "integer_value", "parse_quantity", "validate_pool", "valid
 
 
 def _effective_minor(minor: int) -> int:
-    if minor < 34:
-        raise ValueError(f"ResourceSlice rules are known for Kubernetes 1.34 and later, not 1.{minor}")
-    return min(minor, 35)
+    """The minor whose slice rules apply: 34, or 35 for 1.35 to 1.37 and newer (UnknownVersion,
+    a ValueError, below 1.34)."""
+    return min(known_minor(minor), 35)
 
 
 def validate_slice(resource_slice: Mapping[str, Any], minor: int) -> list[Problem]:

@@ -46,7 +46,7 @@ Counters = tuple[str, str, tuple[str, ...]]
 
 
 def check_slice(resource_slice: Any, minor: int, out: list[Problem]) -> None:
-    """Every rule for one slice; ``minor`` is 34 or 35."""
+    """Every rule for one slice; ``minor`` is 34 or 35 (35 for 1.35 to 1.37 and newer)."""
     top = as_map(resource_slice, "(slice)", out)
     check_fields(top, ("apiVersion", "kind", "metadata", "spec"), "", out)
     if top.get("apiVersion") != API_VERSION:

@@ -193,6 +193,24 @@ def card_edits(card: CardNode, mig: MigCaps | None = None) -> dict[str, Any]:
     return {"deviceNodes": nodes}
 
 
+def merge_device_edits(*sources: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Device name -> the edits of every source for that device, combined: lists (env, mounts,
+    device nodes, hooks) are concatenated in the order of the sources, never replaced; two
+    sources setting one non-list field differently is a bug and raises ValueError."""
+    merged: dict[str, dict[str, Any]] = {}
+    for source in sources:
+        for device, edits in source.items():
+            into = merged.setdefault(device, {})
+            for key, value in edits.items():
+                if key not in into:
+                    into[key] = list(value) if isinstance(value, list) else value
+                elif isinstance(into[key], list) and isinstance(value, list):
+                    into[key] = [*into[key], *value]
+                elif into[key] != value:
+                    raise ValueError(f"device {device}: two edits set {key} differently")
+    return merged
+
+
 def _spec(devices: list[dict[str, Any]], edits: dict[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {"cdiVersion": "", "kind": KIND, "devices": devices, "containerEdits": edits}
     spec["cdiVersion"] = required_version(spec)  # the lowest that covers it: runtimes lag behind

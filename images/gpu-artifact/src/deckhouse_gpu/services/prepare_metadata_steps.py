@@ -1,0 +1,45 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""The prepare step that writes the claim's device metadata files (KEP-5304, docs/PREPARE.md
+"Device metadata for containers"), and the CDI mounts that show them to the containers.
+
+The files are written before the CDI spec that mounts them, and on every Kubernetes version: a
+1.34 or 1.35 kubelet does not know the protocol, but the files are the driver's alone (written by
+it, mounted by the runtime from its CDI spec), so they work there too, and nothing reads them when
+nobody asks. A crash after the files leaves a ``PrepareStarted`` entry, and its rollback deletes
+them with the CDI spec (services/host_release.py, DESIGN.md D9).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deckhouse_gpu.domain.prepare.device_metadata import mount_edits, request_files
+from deckhouse_gpu.services.prepare_context import PrepareContext
+
+
+class WriteDeviceMetadata:
+    """One file per request of the claim: its devices and their published attributes."""
+
+    name = "write-device-metadata"
+
+    def run(self, ctx: PrepareContext) -> None:
+        if ctx.metadata is None:
+            return
+        assert ctx.entry is not None
+        files = request_files(ctx.claim_object or {}, ctx.plans, ctx.cards, ctx.entry.mig)
+        ctx.metadata.write_claim(ctx.claim.uid, files)
+
+    def undo(self, ctx: PrepareContext) -> None:
+        if ctx.metadata is not None:
+            ctx.metadata.delete_claim(ctx.claim.uid)
+
+
+def metadata_edits(ctx: PrepareContext) -> dict[str, dict[str, Any]]:
+    """Device name -> the CDI mount of its request's metadata file."""
+    files = ctx.metadata
+    if files is None:
+        return {}
+    uid = ctx.claim.uid
+    return mount_edits(ctx.claim_object or {}, ctx.plans, lambda request: files.host_path(uid, request))

@@ -1,0 +1,13 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""The Kubernetes versions whose OpenAPI schemas every object the module emits is checked against:
+each version the module knows (deckhouse_gpu/domain/kube_versions.py, DESIGN.md F10), in the form
+kubernetes-validate names its schemas."""
+
+from __future__ import annotations
+
+from deckhouse_gpu.domain.kube_versions import KNOWN_MINORS, KNOWN_VERSIONS
+
+SCHEMA_VERSIONS = tuple(f"{version}.0" for version in KNOWN_VERSIONS)
+MINORS = KNOWN_MINORS
