@@ -86,6 +86,9 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     mig_card = "gpu-h100-hgx-0000-3a-00-0"
     assert "CDI gpu.deckhouse.io/gpu=" in sections[10]
     assert "/dev/nvidia-caps/nvidia-cap" in sections[10]  # MIG caps nodes in the claim's CDI spec
+    # KEP-5304: the container reads which devices it got from a file at the kubelet's path.
+    metadata = "-> /var/run/kubernetes.io/dra-device-attributes/resourceclaims/train-small/gpu/"
+    assert metadata + "gpu.deckhouse.io-metadata.json" in sections[10]
     assert column(table(sections[10]), mig_card, "MIG") == "Enabled"
     assert "prepared gpu-0000-5d-00-0" in sections[11]
     assert "unprepared train-small" in sections[12]

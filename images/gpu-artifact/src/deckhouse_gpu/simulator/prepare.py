@@ -15,6 +15,7 @@ from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery
 from deckhouse_gpu.adapters.cdi_writer import CdiWriter
 from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
 from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
+from deckhouse_gpu.adapters.device_metadata_files import FileDeviceMetadata
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
 from deckhouse_gpu.adapters.node_lock import NodeLock
 from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig
@@ -52,6 +53,8 @@ def prepare_service(
         clock,
         offers=offers,
         sharing=sharing,
+        # KEP-5304 files under the simulated plugin directory, mounted from the host's path.
+        metadata=FileDeviceMetadata(plugin_dir, f"/var/lib/kubelet/plugins/{DRIVER}"),
     )
 
 
