@@ -106,9 +106,16 @@ def test_the_sharing_scenario_step_by_step(cluster: SimulatedCluster) -> None:
     assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == f"{uuid}={A30_MIB // 4}M" == f"{uuid}=6144M"
     assert env["CUDA_MPS_PIPE_DIRECTORY"] == "/run/nvidia-mps"
     unit_dir = f"{PLUGIN_DIR}/mps/{DEVICE}"
-    assert mounts == [(f"{unit_dir}/pipe", "/run/nvidia-mps"), (f"{unit_dir}/shm", "/dev/shm")]
-    for host_path, _ in mounts:  # the simulated kubelet made the Pod's hostPath volumes
+    assert mounts[:2] == [(f"{unit_dir}/pipe", "/run/nvidia-mps"), (f"{unit_dir}/shm", "/dev/shm")]
+    # Beside the MPS directories: the claim's device metadata file (KEP-5304).
+    assert [container for _, container in mounts[2:]] == [
+        "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/mps-small/gpu/gpu.deckhouse.io-metadata.json"
+    ]
+    for host_path, _ in mounts[:2]:  # the simulated kubelet made the Pod's hostPath volumes
         assert (node(cluster).builder.root / host_path.lstrip("/")).is_dir()
+    stream = (node(cluster).builder.root / mounts[2][0].lstrip("/")).read_text()
+    metadata, _ = json.JSONDecoder().raw_decode(stream)  # the newest version comes first
+    assert metadata["requests"][0]["devices"][0]["name"] == DEVICE
     assert settings.compute_mode(CARD) == ComputeMode.EXCLUSIVE_PROCESS
     [pod] = daemon_pods(cluster)
     assert (pod["metadata"]["name"], pod["spec"]["nodeName"], ready(pod)) == (DAEMON, NODE, True)
@@ -120,7 +127,7 @@ def test_the_sharing_scenario_step_by_step(cluster: SimulatedCluster) -> None:
     env, mounts = mps_edits(cluster, "mps-large")
     assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "75"
     assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == f"{uuid}={A30_MIB * 3 // 4}M" == f"{uuid}=18432M"
-    assert mounts == mps_edits(cluster, "mps-small")[1]  # the same daemon's directories
+    assert mounts[:2] == mps_edits(cluster, "mps-small")[1][:2]  # the same daemon's directories
     assert [p["metadata"]["name"] for p in daemon_pods(cluster)] == [DAEMON]
 
     report = step(cluster, 3)
