@@ -8,8 +8,10 @@ SCENARIO ?= mixed-cluster
 # The kubelet's gRPC protos are compiled into this package by tools/gen-proto; never committed.
 PROTOS := $(shell find $(ARTIFACT)/proto -name '*.proto')
 KUBELET_GEN := $(ARTIFACT)/src/deckhouse_gpu/adapters/kubelet_gen
-# Prometheus' promtool for the rule checks; tools/fetch-promtool takes it from the distribution.
+# Prometheus' promtool for the rule checks and its server for the check of every rule and dashboard
+# query against the components' metrics; tools/fetch-promtool takes both from the distribution.
 PROMTOOL := .tools/promtool
+PROMETHEUS := .tools/prometheus
 
 .PHONY: venv proto demo test lint typecheck unit bench clean
 
@@ -42,10 +44,10 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
-$(PROMTOOL): tools/fetch-promtool
+$(PROMTOOL) $(PROMETHEUS) &: tools/fetch-promtool
 	tools/fetch-promtool
 
-unit: venv $(PROMTOOL)
+unit: venv $(PROMTOOL) $(PROMETHEUS)
 	$(PY) -m pytest -q
 
 test: lint typecheck unit

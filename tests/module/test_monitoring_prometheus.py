@@ -1,0 +1,189 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""The alert rules and dashboards against a real Prometheus (the distribution's server, fetched by
+tools/fetch-promtool) that scrapes the real gpu-controller and gpu-dra-controller processes and
+dcgm-exporter stand-ins for a small cluster (tests/support/monitoring_world.py).
+
+Prometheus loads the rule files and evaluates every alert without error; every alert expression
+and every dashboard query parses; every metric they name is exported by a component or by
+dcgm-exporter; every dashboard query returns data; and the alerts that this cluster deserves go
+pending, with the labels the real series carry.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS
+from testkit.gpu_cluster import GpuCluster
+from testkit.waiting import wait_for
+from tests.support import monitoring_world
+from tests.support.monitoring_queries import (
+    Expression,
+    alert_expressions,
+    finite_values,
+    panel_expressions,
+    unexported,
+    variable_queries,
+)
+from tests.support.prometheus_rules import as_prometheus_loads, rule_files
+from tests.support.prometheus_server import ApiError, PrometheusServer
+
+NODES = {"h100", "a100", "a30", "t4"}
+NODE_SHOWN = "h100"  # the node dashboard is checked for the node with MIG instances and allocations
+TIMEOUT = 40.0
+
+
+@dataclass
+class Observed:
+    prometheus: PrometheusServer
+    cluster: GpuCluster
+    workdir: Path
+
+    def logs(self) -> str:
+        parts = [f"--- prometheus\n{self.prometheus.log()}"]
+        for path in sorted(self.workdir.glob("*.log")):
+            parts.append(f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}")
+        return "\n".join(parts)
+
+    def has_data(self, expr: str) -> bool:
+        try:
+            return bool(finite_values(self.prometheus.query(expr)))
+        except ApiError:
+            return False
+
+
+def _driver_ready(cluster: GpuCluster, name: str) -> str | None:
+    conditions = (cluster.kube.get(PHYSICAL_GPUS, name).get("status") or {}).get("conditions") or []
+    return next((str(c["status"]) for c in conditions if c["type"] == "DriverReady"), None)
+
+
+def _settle(seen: Observed, targets: int) -> None:
+    """Until Prometheus scrapes everything, then the churn of monitoring_world, until Prometheus
+    has seen gpu-controller's passes and gpu-dra-controller's allocation happen."""
+    cluster = seen.cluster
+    wait_for(lambda: seen.has_data(f"count(up == 1) == {targets}"), TIMEOUT, "every target up")
+    wait_for(lambda: seen.has_data("d8_gpu_allocated_devices"), TIMEOUT, "allocation metrics")
+    wait_for(lambda: _driver_ready(cluster, "t4-0000-10-00-0") == "Unknown", TIMEOUT, "t4 judged")
+    monitoring_world.churn(cluster)
+    wait_for(lambda: _driver_ready(cluster, "a30-0000-10-00-0") == "False", TIMEOUT, "a30 not ready")
+    monitoring_world.recover(cluster)
+    wait_for(lambda: _driver_ready(cluster, "a30-0000-10-00-0") == "True", TIMEOUT, "a30 ready")
+    claim = lambda: cluster.kube.get(RESOURCE_CLAIMS, "infer", namespace="ml")  # noqa: E731
+    wait_for(lambda: (claim().get("status") or {}).get("allocation"), TIMEOUT, "claim allocated")
+    for expr in (
+        "increase(d8_gpu_controller_reconciles_total[1m]) > 0",
+        "increase(d8_gpu_claim_allocation_seconds_count[1m]) > 0",
+    ):
+        wait_for(lambda e=expr: seen.has_data(e), TIMEOUT, f"Prometheus saw {expr}")  # type: ignore[misc]
+
+
+@pytest.fixture(scope="module")
+def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Observed]:
+    workdir = tmp_path_factory.mktemp("monitoring")
+    cluster = monitoring_world.build()
+    rules = {f"{path.stem}.yaml": as_prometheus_loads(path) for path in rule_files()}
+    with (
+        monitoring_world.running(cluster, workdir) as targets,
+        PrometheusServer(workdir / "prometheus", targets, rules) as prometheus,
+    ):
+        seen = Observed(prometheus, cluster, workdir)
+        try:
+            _settle(seen, len(targets))
+        except BaseException:
+            print(seen.logs())  # pytest shows it with the failure
+            raise
+        yield seen
+
+
+def test_prometheus_loads_every_rule_and_evaluates_it_without_error(observed: Observed) -> None:
+    wanted = {e.where.split(": ", 1)[1] for e in alert_expressions()}
+
+    def rules() -> dict[str, dict[str, object]]:
+        groups = observed.prometheus.api("rules")["groups"]
+        return {r["name"]: r for g in groups for r in g["rules"] if r["type"] == "alerting"}
+
+    wait_for(lambda: all(r["health"] != "unknown" for r in rules().values()), TIMEOUT, "every rule evaluated")
+    loaded = rules()
+    assert set(loaded) == wanted
+    assert {name: r.get("lastError") for name, r in loaded.items() if r["health"] != "ok"} == {}
+
+
+@pytest.mark.parametrize("expression", alert_expressions(), ids=lambda e: e.where)
+def test_every_alert_expression_parses_and_evaluates(observed: Observed, expression: Expression) -> None:
+    observed.prometheus.query(expression.expr)  # raises with Prometheus' message when it does not parse
+
+
+def test_every_metric_the_rules_and_dashboards_name_is_exported(observed: Observed) -> None:
+    exported = observed.prometheus.names()
+    expressions = alert_expressions() + panel_expressions({"node": NODE_SHOWN})
+    assert unexported(expressions, exported, variable_queries()) == []
+
+
+def test_a_metric_nobody_exports_fails_the_check(observed: Observed) -> None:
+    made_up = Expression(
+        "prepare.yaml: D8GPUPrepareErrors", "rate(d8_gpu_handler_prepare_errors_total[5m]) > 0"
+    )
+    variable = Expression("gpu-node.json: $card", "label_values(d8_gpu_card_info, card)")
+    assert unexported([made_up], observed.prometheus.names(), [variable]) == [
+        "prepare.yaml: D8GPUPrepareErrors: d8_gpu_handler_prepare_errors_total",
+        "gpu-node.json: $card: d8_gpu_card_info",
+    ]
+
+
+def test_the_node_variable_lists_every_node(observed: Observed) -> None:
+    (variable,) = variable_queries()
+    assert set(observed.prometheus.label_values("node", "d8_gpu_physicalgpus")) == NODES, variable
+
+
+@pytest.mark.parametrize("expression", panel_expressions({"node": NODE_SHOWN}), ids=lambda e: e.where)
+def test_every_dashboard_query_returns_data(observed: Observed, expression: Expression) -> None:
+    result = observed.prometheus.query(expression.expr)
+    assert finite_values(result), f"{expression.expr} returned {result}"
+
+
+def test_the_alerts_this_cluster_deserves_are_pending(observed: Observed) -> None:
+    def active() -> set[tuple[str, str]]:
+        alerts = observed.prometheus.api("alerts")["alerts"]
+        return {
+            (a["labels"]["alertname"], a["labels"].get("physicalgpu") or a["labels"].get("node", ""))
+            for a in alerts
+        }
+
+    expected = {
+        ("D8GPUCardUnhealthy", monitoring_world.UNHEALTHY_CARD),
+        ("D8GPUDriverNotReady", "t4"),
+    }
+    deadline = time.monotonic() + TIMEOUT
+    while active() != expected and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert active() == expected
+
+
+def _panel(title: str) -> Expression:
+    (found,) = [e for e in panel_expressions({"node": NODE_SHOWN}) if e.where.split(": ", 1)[1] == title]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("title", "label", "expected"),
+    [
+        ("GPUs [A]", "", {"": 6.0}),
+        ("Usable GPUs [A]", "", {"": 4.0}),  # not the card NVML lost, not the card of node t4
+        ("GPUs not ready or not healthy [A]", "", {"": 2.0}),
+        ("MIG instances by profile [A]", "GPU_I_PROFILE", {"1g.10gb": 2.0}),
+        ("Allocated devices by mode [A]", "mode", {"Physical": 2.0, "MIG": 2.0, "Shared": 1.0}),
+        ("Shares by node [A]", "node", {"a100": 1.0}),
+    ],
+)
+def test_the_cluster_dashboard_shows_this_cluster(
+    observed: Observed, title: str, label: str, expected: dict[str, float]
+) -> None:
+    result = observed.prometheus.query(_panel(title).expr)
+    assert {series["metric"].get(label, ""): float(series["value"][1]) for series in result} == expected
