@@ -241,3 +241,30 @@ def test_claims_of_all_devices_are_not_placed_one_by_one() -> None:
     assert isinstance(work, SearchPass)
     with pytest.raises(ClaimError, match="one by one"):
         allocator.allocate_next([claim], work, AllocatedState())
+
+
+def test_devices_look_alike_by_what_their_parts_hold_not_by_which_map_holds_it() -> None:
+    # A shape is found by the identity of the device's maps: shared ones (SliceParts) are found
+    # at once, unshared ones of equal content (a policy: parsed for each device) get equal
+    # shapes, and any difference in a part gives another shape.
+    policy = {"default": "10", "validRange": {"min": "5", "max": "100", "step": "5"}}
+    share = {"sharePercent": {"value": "100", "requestPolicy": policy}}
+    other = {"sharePercent": {"value": "100", "requestPolicy": {**policy, "default": "20"}}}
+    taint = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+    devices = [
+        device("a", capacity=share, consumes={"c": {"n": "1"}}),
+        device("b", capacity=share, consumes={"c": {"n": "1"}}),
+        device("c", capacity=other, consumes={"c": {"n": "1"}}),
+        device("d", capacity=share, consumes={"c": {"n": "2"}}),
+        device("e", capacity=share, consumes={"c": {"n": "1"}}, taints=taint),
+        device("f", capacity={"memory": "1Gi"}, consumes={"c": {"n": "1"}}),
+        device("g", capacity={"memory": "1024Mi"}, consumes={"c": {"n": "1"}}),
+    ]
+    inventory = build_inventory([resource_slice("s", devices, counters={"c": {"n": "4"}})])
+    found = {d.name: d for d in inventory.slices[0].devices}
+    assert found["a"].capacity is not found["b"].capacity
+    counter = _counter(inventory, Semantics("1.35", strict=True), AllocatedState(), [])
+    shapes = {name: counter.looks.shape(d) for name, d in found.items()}
+    assert shapes["a"] == shapes["b"]
+    assert len({shapes[name] for name in "acdefg"}) == 6
+    assert [counter.looks.shape(found[name]) for name in "abcdefg"] == [shapes[name] for name in "abcdefg"]

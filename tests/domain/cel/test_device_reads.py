@@ -11,6 +11,7 @@ read makes it read "the whole device".
 from __future__ import annotations
 
 import itertools
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -71,6 +72,7 @@ def _variants() -> list[dict[str, Any]]:
         {"driverVersion": {"version": "1.2.3"}},
         {"driverVersion": {"version": "v1"}},  # invalid
         {"uuid": {}},  # invalid: no value
+        {"uuid": {"string": None}},  # invalid: null is no value either
     ]
     capacities = [
         {"memory": {"value": "40Gi"}},
@@ -134,3 +136,18 @@ def test_keys_tell_apart_what_the_view_tells_apart() -> None:
 def test_the_key_says_whether_the_view_is_valid(device: dict[str, Any]) -> None:
     valid = ReadPlan([], DRIVER).key(device)[0]
     assert valid == (device_view(DRIVER, device)._error is None)
+
+
+def test_the_shortcuts_give_the_keys_of_the_full_pass() -> None:
+    """Attributes that are all one string or one int are looked up by the read names only, and a
+    capacity's text is judged once per plan; a map that is not a dict (and a fresh plan) takes
+    the pass over every attribute and judges every capacity: the keys are the same."""
+    reads = sorted({read for e in EXPRESSIONS for read in ENGINE.compile(e).device_reads or ()})
+    assert ("attributes", DRIVER, "model") in reads  # read as model and as <driver>/model
+    plan = ReadPlan(reads, DRIVER)
+    shortcuts = 0
+    for device in _variants():
+        full = {**device, "attributes": MappingProxyType(device["attributes"])}
+        assert plan.key(device) == ReadPlan(reads, DRIVER).key(full), device
+        shortcuts += all(len(a) == 1 and ("string" in a or "int" in a) for a in device["attributes"].values())
+    assert shortcuts > 100  # the shortcut was taken, for aliased names in both orders too

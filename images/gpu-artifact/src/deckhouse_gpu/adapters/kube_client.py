@@ -20,6 +20,7 @@ from urllib.parse import quote
 import urllib3
 
 from deckhouse_gpu.adapters import kube_import
+from deckhouse_gpu.adapters.kube_json import decode
 from deckhouse_gpu.ports.kube import (
     AlreadyExists,
     Conflict,
@@ -149,7 +150,7 @@ class ClientKube:
         except (urllib3.exceptions.HTTPError, OSError) as error:
             raise Unavailable(f"{method} {path}: {error}") from error
         try:
-            decoded = json.loads(data)
+            decoded = decode(data)
         except ValueError:
             decoded = None
         if not isinstance(decoded, dict):
@@ -244,7 +245,7 @@ def _path(
 
 def _error(status: int, data: bytes, what: str) -> KubeError:
     try:
-        body = json.loads(data)
+        body = decode(data)
     except ValueError:
         body = None
     if not isinstance(body, dict):
@@ -270,7 +271,7 @@ def _events(response: urllib3.BaseHTTPResponse, path: str) -> Iterator[WatchEven
     try:
         for line in _lines(response):
             try:
-                event = json.loads(line)
+                event = decode(line)
             except ValueError as error:
                 raise Unavailable(f"WATCH {path}: a malformed event: {line[:200]!r}") from error
             if event.get("type") == "ERROR":

@@ -18,7 +18,7 @@ Three shortcuts keep a cluster of thousands of cards fast without changing any a
   the next search starts at the device the last claim got;
 - nodes that look the same to the search (the same candidates in the same order, with the same
   consumption, capacity, taints and use, and the same counters left) get the same count, which
-  is computed once (``_fingerprint``).
+  is computed once (``capacity_looks``).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
 
+from deckhouse_gpu.domain.allocation.capacity_looks import NodeLooks
 from deckhouse_gpu.domain.allocation.checks import SelectorFailure
 from deckhouse_gpu.domain.allocation.claims import Claim, ClaimError, DeviceClass, parse_claim
 from deckhouse_gpu.domain.allocation.counters import availability
@@ -39,7 +39,6 @@ from deckhouse_gpu.domain.allocation.search_pass import CounterKey, SearchPass
 from deckhouse_gpu.domain.allocation.selector_groups import FAILS, SelectorGroups
 from deckhouse_gpu.domain.allocation.state import AllocatedState
 
-_SHAPE = ("capacity-of-shape",)
 ENOUGH = 10_000  # claims per node and class: beyond any node's devices, a guard against no end
 
 
@@ -78,18 +77,16 @@ class CapacityCounter:
         self.allocator = allocator
         self.state = state
         self.groups = groups
-        self._known: dict[int, dict[str, Count]] = {}  # per fingerprint, per class
-        self._ids: dict[Any, int] = {}  # shapes, counters left and fingerprints, numbered
-        self._shape_key = (_SHAPE, object())  # this counter's entry in the devices' caches
+        self.looks = NodeLooks(allocator.semantics, state, groups)
+        self._known: dict[int, dict[str, tuple[int, str | None, bool]]] = {}  # per node's looks, per class
 
     def count(self, probes: Sequence[Probe], node: Node) -> list[Count]:
         """One count per probe, in order."""
         semantics = self.allocator.semantics
         gathered = gather(self.allocator.inventory, node, semantics)
         available = availability(gathered, self.state, semantics)
-        grouped = [self._by_group(pool) for pool in gathered.pools]
-        looks = self._fingerprint(gathered, available)
-        known = self._known.setdefault(looks, {})
+        known = self._known.setdefault(self.looks.number(gathered, available), {})
+        grouped: list[dict[int, list[int]]] = []  # filled for the first class this node counts
         counts = []
         for item in probes:
             # Selectors that may read anything are judged device by device: the fingerprint,
@@ -97,9 +94,11 @@ class CapacityCounter:
             memo = known if self.groups.per_group(item.expressions) else {}
             known_count = memo.get(item.device_class)
             if known_count is not None:
-                counts.append(replace(known_count, node=node.name))
+                counts.append(Count(item.device_class, node.name, *known_count))
                 continue
             failing: set[int] = set()
+            if not grouped:
+                grouped += [self._by_group(pool) for pool in gathered.pools]
             pools = [
                 replace(pool, candidates=self._candidates(item, pool, by_group, failing))
                 for pool, by_group in zip(gathered.pools, grouped, strict=True)
@@ -111,7 +110,7 @@ class CapacityCounter:
                             device.cache[expression] = True  # the allocator looks there first
             found = self._fill(item, node, Gathered(pools, gathered.invalid), available)
             if found.error is None:  # an error names devices of this node
-                memo[item.device_class] = found
+                memo[item.device_class] = (found.fits, found.error, found.unlimited)
             counts.append(found)
         return counts
 
@@ -146,44 +145,6 @@ class CapacityCounter:
                 chosen += positions
         chosen.sort()
         return [devices[i] for i in chosen]
-
-    def _fingerprint(self, gathered: Gathered, available: dict[CounterKey, dict[str, Fraction]]) -> int:
-        """What counting on a node depends on, as a number: equal numbers give equal counts.
-
-        Per candidate device: its selector group (which tells every grouped selector's result),
-        its shape, whether it is in use and what its shares hold, and the counter sets it draws
-        from; per counter set, what is left. Names of devices, pools and counter sets are
-        replaced by their order of appearance, so that alike nodes look the same.
-        """
-        semantics, state, groups = self.allocator.semantics, self.state, self.groups
-        names: dict[CounterKey, int] = {}
-        shown: list[Any] = [bool(gathered.invalid)]
-        for pool in gathered.pools:
-            devices = []
-            pool_key = f"{pool.driver}/{pool.name}"  # as counters.counter_keys names them
-            for device in pool.candidates:
-                scope = pool.scope(device, semantics)
-                keys = tuple(names.setdefault((pool_key, scope, s), len(names)) for s, _ in device.consumes)
-                shares = state.shares.get(device.key)
-                used = (device.key in state.in_use, tuple(sorted(shares.items())) if shares else ())
-                devices.append((groups.group(device), self._shape(device), used, keys))
-            shown.append((pool.invalid is not None, pool.incomplete, tuple(devices)))
-        for key in names:
-            counters = tuple(sorted(available[key].items())) if key in available else None
-            shown.append(self._ids.setdefault(counters, len(self._ids)))
-        return self._ids.setdefault(tuple(shown), len(self._ids))
-
-    def _shape(self, device: Device) -> int:
-        """Everything of a device the search reads, but its names, as a number."""
-        cache_key = self._shape_key
-        found: int | None = device.cache.get(cache_key)
-        if found is None:
-            # Quantities by their text: equal values written differently only make shapes differ.
-            consumes = tuple(tuple((n, q.text) for n, q in c.items()) for _, c in device.consumes)
-            capacity = tuple((n, c.value.text, c.policy) for n, c in device.capacity.items())
-            shape = (consumes, capacity, device.taints, device.allow_multiple, device.binding_conditions)
-            found = device.cache[cache_key] = self._ids.setdefault(shape, len(self._ids))
-        return found
 
     def _fill(
         self, item: Probe, node: Node, gathered: Gathered, available: dict[CounterKey, dict[str, Fraction]]

@@ -59,8 +59,11 @@ def _on_node(item: Slice, node: Node) -> bool:
 
 
 def _node_devices(slices: list[Slice], node: Node, semantics: Semantics) -> list[Device]:
-    found = []
+    found: list[Device] = []
     for item in slices:
+        if not item.per_device_node_selection:  # its devices have no selection of their own
+            found += item.devices
+            continue
         for device in item.devices:
             if device.per_device and not selection_matches(device.selection, node):
                 continue
@@ -69,6 +72,8 @@ def _node_devices(slices: list[Slice], node: Node, semantics: Semantics) -> list
 
 
 def _duplicates(devices: list[Device]) -> str | None:
+    if len({device.name for device in devices}) == len(devices):
+        return None  # the usual answer, asked for every node a report counts
     seen: set[str] = set()
     for device in devices:
         if device.name in seen:
@@ -89,6 +94,10 @@ def _counter_problem(slices: list[Slice]) -> str | None:
             for set_name, counters in device.consumes:
                 if set_name not in sets:
                     return f"device {device.name} consumes from missing counter set {set_name}"
+                # Asked of every device of every node a report counts: the keys' own comparison
+                # first, the sorted difference only when something is missing.
+                if counters.keys() <= sets[set_name].keys():
+                    continue
                 missing = sorted(set(counters) - set(sets[set_name]))
                 if missing:
                     return f"device {device.name} consumes missing counter {set_name}/{missing[0]}"

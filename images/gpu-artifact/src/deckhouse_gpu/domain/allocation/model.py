@@ -16,80 +16,33 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
+from deckhouse_gpu.domain.allocation.model_types import (
+    Capacity,
+    Device,
+    NodeSelection,
+    Object,
+    RequestPolicy,
+    Slice,
+    Taint,
+    attribute_maps,
+)
+from deckhouse_gpu.domain.allocation.model_types import is_map as _is_map
+from deckhouse_gpu.domain.allocation.slice_parts import SliceError, SliceParts
 
-Object = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class RequestPolicy:
-    default: Quantity | None = None
-    valid_values: tuple[Quantity, ...] = ()
-    min: Quantity | None = None
-    max: Quantity | None = None
-    step: Quantity | None = None
-
-
-@dataclass(frozen=True)
-class Capacity:
-    value: Quantity
-    policy: RequestPolicy | None = None
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
-
-
-@dataclass(frozen=True)
-class NodeSelection:
-    """Where a slice (or, with perDeviceNodeSelection, a device) is available."""
-
-    node_name: str | None = None
-    all_nodes: bool = False
-    node_selector: Object | None = None
-
-
-@dataclass(eq=False)
-class Device:
-    driver: str
-    pool: str
-    name: str
-    slice_name: str
-    raw: Object  # the slice's device entry, for CEL
-    attributes: Mapping[str, Object]
-    capacity: Mapping[str, Capacity]
-    consumes: tuple[tuple[str, Mapping[str, Quantity]], ...]  # (counterSet, counter -> amount)
-    taints: tuple[Taint, ...]
-    allow_multiple: bool
-    binding_conditions: bool
-    selection: NodeSelection  # the device's own (perDeviceNodeSelection) or its slice's
-    per_device: bool  # selection is the device's own
-    binds_to_node: bool
-    cache: dict[Any, Any] = field(default_factory=dict)  # per-engine CEL views and results
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.driver, self.pool, self.name)
-
-
-@dataclass(frozen=True)
-class Slice:
-    name: str
-    driver: str
-    pool: str
-    generation: int
-    slice_count: int
-    selection: NodeSelection
-    per_device_node_selection: bool
-    devices: tuple[Device, ...]
-    counter_sets: tuple[tuple[str, Mapping[str, Quantity]], ...]
-
-    @property
-    def has_counters(self) -> bool:
-        return bool(self.counter_sets)
+__all__ = [
+    "Capacity",
+    "Device",
+    "Inventory",
+    "InventoryBuilder",
+    "NodeSelection",
+    "Object",
+    "RequestPolicy",
+    "Slice",
+    "SliceError",
+    "Taint",
+    "build_inventory",
+    "parse_slice",
+]
 
 
 @dataclass
@@ -114,56 +67,6 @@ class Inventory:
         return sorted(self.by_node)
 
 
-class SliceError(ValueError):
-    pass
-
-
-def _is_map(value: Any) -> bool:
-    # JSON gives dicts; the abstract check (ten times slower) is left for other mappings: a cluster
-    # has a hundred thousand devices with a dozen counters each (kubectl gpu, DESIGN.md D12).
-    return type(value) is dict or isinstance(value, Mapping)
-
-
-def _quantity(text: Any, where: str, name: Any = None) -> Quantity:
-    """``where`` (and ``name``) say where the value is, worded only when it is refused."""
-    if type(text) is str:
-        try:
-            return Quantity.parse(text)
-        except QuantityError as error:
-            raise SliceError(f"{where if name is None else f'{where}.{name}'}: {error}") from error
-    if isinstance(text, int) and not isinstance(text, bool):
-        return Quantity.of(text)
-    raise SliceError(f"{where if name is None else f'{where}.{name}'}: {text!r} is not a quantity")
-
-
-def _policy(raw: Any, where: str) -> RequestPolicy | None:
-    if not _is_map(raw):
-        return None
-    found = raw.get("validRange")
-    valid_range: Mapping[str, Any] = found if _is_map(found) else {}
-
-    def bound(key: str) -> Quantity | None:
-        value = valid_range.get(key)
-        return None if value is None else _quantity(value, f"{where}.validRange.{key}")
-
-    return RequestPolicy(
-        default=_quantity(raw["default"], f"{where}.default") if raw.get("default") is not None else None,
-        valid_values=tuple(
-            _quantity(v, f"{where}.validValues[{i}]") for i, v in enumerate(raw.get("validValues") or ())
-        ),
-        min=bound("min"),
-        max=bound("max"),
-        step=bound("step"),
-    )
-
-
-def _counters(raw: Any, where: str) -> dict[str, Quantity]:
-    counters: dict[str, Quantity] = {}
-    for name, entry in (raw or {}).items():
-        counters[str(name)] = _quantity(entry.get("value") if _is_map(entry) else None, where, name)
-    return counters
-
-
 def _selection(spec: Object) -> NodeSelection:
     selector = spec.get("nodeSelector")
     return NodeSelection(
@@ -173,49 +76,81 @@ def _selection(spec: Object) -> NodeSelection:
     )
 
 
-def _device(raw: Object, item: Object, spec: Object, index: int) -> Device:
-    where = f"device {index}"
-    name = raw.get("name")
-    if not isinstance(name, str) or not name:
-        raise SliceError(f"{where}: no name")
-    capacity = {}
-    for key, entry in (raw.get("capacity") or {}).items():
-        if not _is_map(entry):
-            raise SliceError(f"{where} {name}: capacity {key} is not an object")
-        capacity[str(key)] = Capacity(
-            _quantity(entry.get("value"), f"{name}.capacity.{key}"),
-            _policy(entry.get("requestPolicy"), f"{name}.capacity.{key}.requestPolicy"),
-        )
-    consumes = tuple(
-        (str(use.get("counterSet")), _counters(use.get("counters"), f"{name}.consumesCounters"))
-        for use in (raw.get("consumesCounters") or ())
-        if _is_map(use)
-    )
-    taints = tuple(
+@dataclass(frozen=True)
+class _SliceFields:
+    """What every device of a slice takes from the slice, read once per slice."""
+
+    driver: str
+    pool: str
+    slice_name: str
+    per_device: bool
+    selection: NodeSelection
+
+
+def _taints(raw: Any) -> tuple[Taint, ...]:
+    return tuple(
         Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
-        for t in (raw.get("taints") or ())
+        for t in (raw or ())
         if _is_map(t)
     )
-    per_device = spec.get("perDeviceNodeSelection") is True
-    return Device(
-        driver=str(spec.get("driver")),
-        pool=str((spec.get("pool") or {}).get("name")),
-        name=name,
-        slice_name=str((item.get("metadata") or {}).get("name")),
-        raw=raw,
-        attributes={str(k): v for k, v in (raw.get("attributes") or {}).items() if _is_map(v)},
-        capacity=capacity,
-        consumes=consumes,
-        taints=taints,
-        allow_multiple=raw.get("allowMultipleAllocations") is True,
-        binding_conditions=bool(raw.get("bindingConditions")),
-        selection=_selection(raw) if per_device else _selection(spec),
-        per_device=per_device,
-        binds_to_node=raw.get("bindsToNode") is True,
+
+
+_USUAL = frozenset(("name", "attributes", "capacity", "consumesCounters"))  # what the module's devices have
+
+
+def _device(raw: Object, index: int, fields: _SliceFields, parts: SliceParts) -> Device:
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise SliceError(f"device {index}: no name")
+    capacity = parts.capacity(raw.get("capacity"), name, index)  # its errors before the counters'
+    uses = raw.get("consumesCounters")
+    consumes = (
+        tuple(
+            [
+                (
+                    str(use.get("counterSet")),
+                    parts.counters(use.get("counters"), name, ".consumesCounters", (index, place)),
+                )
+                for place, use in enumerate(uses)
+                if _is_map(use)
+            ]
+        )
+        if uses
+        else ()
     )
+    taints: tuple[Taint, ...] = ()
+    allow_multiple = binding_conditions = binds_to_node = False
+    if not raw.keys() <= _USUAL:  # only then can it have the rarer fields: four lookups less
+        found = raw.get("taints")
+        taints = _taints(found) if found else ()
+        allow_multiple = raw.get("allowMultipleAllocations") is True
+        binding_conditions = bool(raw.get("bindingConditions"))
+        binds_to_node = raw.get("bindsToNode") is True
+    device = Device(  # by position: a hundred thousand calls, keywords cost a tenth of them
+        fields.driver,
+        fields.pool,
+        name,
+        fields.slice_name,
+        raw,
+        capacity,
+        consumes,
+        taints,
+        allow_multiple,
+        binding_conditions,
+        _selection(raw) if fields.per_device else fields.selection,
+        fields.per_device,
+        binds_to_node,
+        (fields.driver, fields.pool, name),  # key
+    )
+    attributes = raw.get("attributes")
+    if attributes and type(attributes) is not dict:
+        device._attributes = attribute_maps(attributes)  # whatever it is, read as it always was
+    return device
 
 
-def parse_slice(item: Object) -> Slice:
+def parse_slice(item: Object, parts: SliceParts | None = None) -> Slice:
+    """``parts`` shares what repeats with the other slices of one build (``SliceParts``)."""
+    parts = SliceParts() if parts is None else parts
     spec = item.get("spec")
     if not isinstance(spec, Mapping):
         raise SliceError("no spec")
@@ -228,12 +163,19 @@ def parse_slice(item: Object) -> Slice:
     except (TypeError, ValueError) as error:
         raise SliceError(f"pool generation or resourceSliceCount: {error}") from error
     counter_sets = tuple(
-        (str(entry.get("name")), _counters(entry.get("counters"), f"sharedCounters {entry.get('name')}"))
+        (str(entry.get("name")), parts.counters(entry.get("counters"), f"sharedCounters {entry.get('name')}"))
         for entry in (spec.get("sharedCounters") or ())
         if isinstance(entry, Mapping)
     )
+    fields = _SliceFields(
+        driver=str(spec.get("driver")),
+        pool=str(pool.get("name")),
+        slice_name=str((item.get("metadata") or {}).get("name")),
+        per_device=spec.get("perDeviceNodeSelection") is True,
+        selection=_selection(spec),
+    )
     devices = tuple(
-        _device(raw, item, spec, i) for i, raw in enumerate(spec.get("devices") or ()) if _is_map(raw)
+        _device(raw, i, fields, parts) for i, raw in enumerate(spec.get("devices") or ()) if _is_map(raw)
     )
     return Slice(
         name=str((item.get("metadata") or {}).get("name")),
@@ -241,8 +183,8 @@ def parse_slice(item: Object) -> Slice:
         pool=str(pool["name"]),
         generation=generation,
         slice_count=count,
-        selection=_selection(spec),
-        per_device_node_selection=spec.get("perDeviceNodeSelection") is True,
+        selection=fields.selection,
+        per_device_node_selection=fields.per_device,
         devices=devices,
         counter_sets=counter_sets,
     )
@@ -272,6 +214,7 @@ class InventoryBuilder:
         parsed: list[Slice] = []
         problems: list[str] = []
         kept: dict[tuple[str, str], Slice] = {}
+        parts = SliceParts()  # one build's: nothing of a cluster outlives the inventory built from it
         for item in slices:
             meta = (item.get("metadata") or {}) if isinstance(item, Mapping) else {}
             name, version = meta.get("name"), meta.get("resourceVersion")
@@ -284,7 +227,7 @@ class InventoryBuilder:
             try:
                 if not isinstance(item, Mapping):
                     raise SliceError("not an object")
-                fresh = parse_slice(item)
+                fresh = parse_slice(item, parts)
             except SliceError as error:
                 problems.append(f"ResourceSlice {name or '?'} skipped: {error}")
                 continue

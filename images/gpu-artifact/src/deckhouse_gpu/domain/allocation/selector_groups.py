@@ -59,8 +59,8 @@ class SelectorGroups:
             plan = self._plans.get(device.driver)
             if plan is None:
                 plan = self._plans[device.driver] = ReadPlan(self._reads, device.driver)
-            key = (device.driver, *plan.key(device.raw))
-            found = self._ids.setdefault(key, len(self._ids))
+            ids = self._ids
+            found = ids.setdefault((device.driver, plan.key(device.raw)), len(ids))
             if found == len(self.first):
                 self.first.append(device)
             device.cache[self._cache_key] = found

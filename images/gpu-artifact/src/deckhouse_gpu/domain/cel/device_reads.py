@@ -13,7 +13,7 @@ differ), never coarser: that keeps grouping by them exact.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
@@ -37,10 +37,12 @@ def frozen(value: Any) -> Any:
 
 class ReadPlan:
     """The reads of some selectors, for devices of one driver: :meth:`key` gives the values a
-    device's view holds there, with whether the view is valid in front, in one pass over the
-    device's attributes (the view is built in key order, so of two keys naming the same entry,
-    such as ``deviceType`` and ``gpu.deckhouse.io/deviceType`` of the driver's domain, the later
-    one wins)."""
+    device's view holds there, with whether the view is valid in front. When every attribute
+    holds one string or one int (the usual device: its view is valid), only the read names are
+    looked up; otherwise the attributes are read in one pass in the device's order (the view is
+    built in key order, so of two keys naming the same entry, such as ``deviceType`` and
+    ``gpu.deckhouse.io/deviceType`` of the driver's domain, the later one wins), as when a device
+    has both."""
 
     def __init__(self, reads: Sequence[DeviceRead], driver: str) -> None:
         self.size = len(reads)
@@ -55,12 +57,62 @@ class ReadPlan:
             if domain == driver and "/" not in ident:
                 self._maps[field][ident] = index
         self._driver = driver
+        self._attributes = tuple(self._maps["attributes"].items())
+        self._consumable = [index for index, field in self._scalars if field != "driver"]
+        self._blank: list[Any] = [ABSENT] * self.size  # with the driver where it is read
+        for index, field in self._scalars:
+            if field == "driver":
+                self._blank[index] = driver
+        # A capacity's text: whether it is a quantity, and its stand-in in keys (a cluster has a
+        # few dozen, on a hundred thousand devices).
+        self._amounts: dict[str, tuple[bool, Any]] = {}
 
     def key(self, device: Mapping[str, Any]) -> tuple[Any, ...]:
-        slots: list[Any] = [ABSENT] * self.size
+        # One function, no calls on the usual path: it runs for every device of a cluster.
+        slots = self._blank.copy()
+        attributes = device.get("attributes") or {}
+        if type(attributes) is dict and _plain(attributes.values()):
+            # Every attribute is valid: only the read names are looked up (a device has a dozen
+            # attributes or more, selectors read two or three).
+            valid = True
+            for name, index in self._attributes:
+                attribute = attributes.get(name)
+                if attribute is not None:
+                    if slots[index] is not ABSENT:
+                        # Both names of one entry (``deviceType`` and ``<driver>/deviceType``):
+                        # the view holds the later one, which only the pass in order knows.
+                        slots = self._blank.copy()
+                        valid = self._read_all(attributes, slots)
+                        break
+                    text = attribute.get("string")
+                    slots[index] = ("string", text) if type(text) is str else frozen(attribute)
+        else:
+            valid = self._read_all(attributes, slots)
+        capacity = device.get("capacity")
+        if capacity:
+            wanted = self._maps["capacity"]
+            for name, entry in capacity.items():
+                value = entry.get("value") if type(entry) is dict or isinstance(entry, Mapping) else None
+                known = self._amounts.get(value) if type(value) is str else None
+                if known is None:
+                    known = (_valid_quantity(value), frozen(value))
+                    if type(value) is str:
+                        self._amounts[value] = known
+                valid = valid and known[0]
+                at = wanted.get(name)
+                if at is not None:
+                    slots[at] = known[1]  # the view holds the quantity, nothing of the policy
+        if self._consumable:
+            consumable = bool(device.get(CONSUMABLE_FIELD) or False)
+            for index in self._consumable:
+                slots[index] = consumable
+        return (valid, *slots)
+
+    def _read_all(self, attributes: Any, slots: list[Any]) -> bool:
+        """Every attribute, in the device's order: whether the view is valid, and the wanted ones."""
         valid = True
         wanted = self._maps["attributes"]
-        for name, attribute in (device.get("attributes") or {}).items():
+        for name, attribute in attributes.items():
             # The usual entries, one string or one int, are recognised without the full conversion.
             if type(attribute) is dict and len(attribute) == 1:
                 text = attribute.get("string")
@@ -72,19 +124,20 @@ class ReadPlan:
             index = wanted.get(name)
             if index is not None:
                 slots[index] = ("string", text) if type(text) is str else frozen(attribute)
-        wanted = self._maps["capacity"]
-        for name, entry in (device.get("capacity") or {}).items():
-            value = entry.get("value") if isinstance(entry, Mapping) else None
-            valid = valid and _valid_quantity(value)
-            index = wanted.get(name)
-            if index is not None:
-                slots[index] = frozen(value)  # the view holds the quantity, nothing of the policy
-        for index, field in self._scalars:
-            if field == "driver":
-                slots[index] = self._driver
-            else:
-                slots[index] = bool(device.get(CONSUMABLE_FIELD) or False)
-        return (valid, *slots)
+        return valid
+
+
+def _plain(attributes: Iterable[Any]) -> bool:
+    """Every attribute holds one string or one int, the usual ones: all of them valid."""
+    for attribute in attributes:  # subscripts, not get(): a tenth faster, on 17 of them a device
+        if type(attribute) is not dict or len(attribute) != 1:
+            return False
+        if "string" in attribute:
+            if attribute["string"] is None:
+                return False
+        elif "int" not in attribute or type(attribute["int"]) is not int:
+            return False
+    return True
 
 
 def _valid_attribute(name: Any, attribute: Any) -> bool:
