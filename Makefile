@@ -13,7 +13,7 @@ KUBELET_GEN := $(ARTIFACT)/src/deckhouse_gpu/adapters/kubelet_gen
 PROMTOOL := .tools/promtool
 PROMETHEUS := .tools/prometheus
 
-.PHONY: venv proto demo test lint typecheck unit bench clean
+.PHONY: venv proto demo test lint typecheck unit bench chaos clean
 
 $(VENV)/.installed: requirements-dev.txt lib/python/requirements.txt $(ARTIFACT)/requirements.txt $(ARTIFACT)/pyproject.toml
 	rm -rf $(VENV)
@@ -59,6 +59,10 @@ release-notes: $(VENV)/.installed
 
 bench: venv
 	$(PY) -m benchmarks
+
+# The whole stack behind a faulty API server at 0, 5 and 20 % (benchmarks/chaos.py).
+chaos: venv
+	$(PY) -m benchmarks.chaos
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(KUBELET_GEN) .tools

@@ -8,7 +8,18 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from benchmarks import allocator, cel_engines, handler, kubectl_gpu, node_agent, prepare, slices
+from benchmarks import (
+    allocator,
+    cel_engines,
+    fuzz,
+    handler,
+    kubectl_gpu,
+    node_agent,
+    prepare,
+    slices,
+    soak,
+    webhook,
+)
 from benchmarks.common import build_host
 
 
@@ -23,6 +34,9 @@ def main() -> None:
     cel_engines.run()
     allocator.run()
     kubectl_gpu.run()
+    webhook.run()
+    soak.run()
+    fuzz.run()
 
 
 if __name__ == "__main__":

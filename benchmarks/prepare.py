@@ -8,6 +8,10 @@ of the claim and the node's PhysicalGPUs (in-memory API), MIG create/destroy, CD
 the atomic write of the claim's spec. Shares add the card's sharing settings (simulated) and, for
 MPS, the daemon Pod created, run by a simulated kubelet and polled until Ready, then deleted and
 waited for at unprepare; the real figure adds the daemon's own start, which only a card shows.
+VFIO adds the checks (sysfs reads of the IOMMU group, NVML's processes), the card and its audio
+function moved to vfio-pci by the simulated kernel (each recorded in the checkpoint and the ledger
+first), the QEMU hook payload, and at unprepare both given back and NVML seeing the card again; a
+real kernel's unbind and probe of the nvidia driver (seconds on a large card) only a node shows.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
 from deckhouse_gpu.services.prepare import PrepareService
 from testkit.prepare_world import PrepareWorld, allocate, allocate_share, build_world
+from testkit.vfio_world import allocate_vfio, build_vfio_world
 
 ROUNDS = 100
 CONFIG_API = "gpu.deckhouse.io/v1alpha1"
@@ -82,6 +87,26 @@ def measure_claims(
     return world
 
 
+def measure_vfio(label: str, root: Path) -> None:
+    """A whole A30 for a virtual machine (VFIOConfig) per round, given back at unprepare."""
+    node = build_vfio_world(root, {"0000:17:00.0": "a30", "0000:31:00.0": "h100-80gb"})
+    service = node.service()
+    prepare: list[float] = []
+    unprepare: list[float] = []
+    for round_ in range(ROUNDS):
+        claim = allocate_vfio(node.world.api, f"vm-{round_}", "gpu-0000-17-00-0")
+        ref = ClaimRef("ns", claim["metadata"]["uid"], claim["metadata"]["name"])
+        prepare.append(timed(partial(prepare_one, service, ref)))
+        unprepare.append(timed(partial(service.unprepare, [ref])))
+    # Each round must really have moved both functions there and back, or the figure measures nothing.
+    if len(node.events) != 8 * ROUNDS:
+        raise RuntimeError(
+            f"{label}: {len(node.events)} driver moves in {ROUNDS} rounds, expected {8 * ROUNDS}"
+        )
+    show(f"{label}: prepare", prepare)
+    show(f"{label}: unprepare", unprepare)
+
+
 def prepare_one(service: PrepareService, ref: ClaimRef) -> PrepareResult:
     return service.prepare([ref])[ref.uid]
 
@@ -108,3 +133,5 @@ def run() -> None:
     for label, (percent, sharing) in SHARES.items():
         with tempfile.TemporaryDirectory(prefix="gpu-bench-prepare-") as tmp:
             measure_share(label, percent, sharing, Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="gpu-bench-prepare-") as tmp:
+        measure_vfio("VFIO A30 + audio function (VFIOConfig)", Path(tmp))

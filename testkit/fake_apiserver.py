@@ -16,7 +16,7 @@ import json
 import ssl
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
@@ -84,6 +84,9 @@ class FakeApiServer:
         self._requests: list[RecordedRequest] = []
         self._injected: deque[HttpError] = deque()
         self._refused: dict[str, HttpError] = {}
+        # Called for every request after it is recorded; True: it has answered (or dropped) the
+        # request itself. testkit/chaos.py injects its faults here.
+        self.interceptor: Callable[[BaseHTTPRequestHandler, RecordedRequest], bool] | None = None
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
         if tls is not None:  # as in a cluster: the in-cluster client config speaks only https
@@ -180,6 +183,9 @@ class _Handler(BaseHTTPRequestHandler):
         content_type, authorization = self.headers.get("Content-Type"), self.headers.get("Authorization")
         recorded = RecordedRequest(method, url.path, query, content_type, body, authorization)
         injected = self.fake.record(recorded)
+        interceptor = self.fake.interceptor
+        if injected is None and interceptor is not None and interceptor(self, recorded):
+            return
         try:
             if injected is not None:
                 raise injected

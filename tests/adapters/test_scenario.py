@@ -87,6 +87,15 @@ def test_scenario_from_a_file(tmp_path):
             "nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a, name: c, devices: [d], config: MPS}}]",
             "config is the opaque parameters",
         ),
+        (
+            "nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a, name: c, pod: vm}}]",
+            "pod needs the Pod's name",
+        ),
+        (
+            "nodes: [{name: a}]\nsteps: [{prepareClaim: {node: a, name: c, pod: {name: p, annotations: x}}}]",
+            "annotations is a mapping",
+        ),
+        ("nodes: [{name: a}]\nsteps: [{setBusy: {node: a, pids: [one]}}]", "pids is a list of process IDs"),
     ],
 )
 def test_bad_scenarios_say_what_is_wrong(text, message):
@@ -106,3 +115,16 @@ def test_the_sharing_scenario_gives_shares_their_percent_and_config():
 def test_unknown_scenario_lists_the_known_ones():
     with pytest.raises(ScenarioError, match="mixed-cluster"):
         load_scenario("nope")
+
+
+def test_the_vm_scenario_passes_a_card_through_and_meets_the_refusals():
+    vm = load_scenario("vm")
+    worker, guest = vm.nodes
+    assert (worker.iommu, guest.iommu, guest.machine) == (True, True, "vm")
+    assert [gpu.audio for gpu in worker.gpus] == [True, False]
+    kinds = [step.kind for step in vm.steps]
+    assert kinds == ["prepareClaim", "prepareClaim", "setBusy", "prepareClaim", "unprepareClaim"]
+    first = vm.steps[0].args
+    assert first["pod"]["annotations"] == {"gpu.deckhouse.io/vfio": "true"}
+    assert vm.steps[1].args["config"] == {"kind": "VFIOConfig"}
+    assert vm.steps[2].args["pids"] == [31337]

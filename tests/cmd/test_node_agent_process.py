@@ -5,6 +5,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -59,6 +60,10 @@ def test_agent_process_inventories_recreates_and_stops_cleanly(host, server, tmp
         wait_for(lambda: readyz(port) == 200)
         names = {o["metadata"]["name"] for o in server.kube.list(PHYSICAL_GPUS).items}
         assert names == {"w1-0000-17-00-0", "w1-0000-31-00-0"}
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as response:
+            metrics = response.read().decode()  # the same port as the probes
+        assert re.search(r'^d8_gpu_node_agent_scans_total\{result="success"\} [1-9]', metrics, re.M)
+        assert 'd8_gpu_node_agent_api_writes_total{resource="PhysicalGPU"}' in metrics
         node_uid = server.kube.get(NODES, "w1")["metadata"]["uid"]
         stored = server.kube.get(PHYSICAL_GPUS, "w1-0000-17-00-0")
         assert stored["metadata"]["ownerReferences"][0]["uid"] == node_uid

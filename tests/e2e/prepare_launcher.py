@@ -14,8 +14,9 @@ stdout. It can SIGKILL itself at a chosen point of one kind of call, or pause th
 
 Points: ``step:<name>`` (a prepare step boundary, the service's ``after_step``), ``save:<n>``
 (after the n-th checkpoint save of the call), ``mig:<n>`` (after the n-th MIG change of the
-call returned, before anything records it) and ``share:<n>`` (after the n-th change of a card's
-sharing setting or of an MPS daemon).
+call returned, before anything records it), ``share:<n>`` (after the n-th change of a card's
+sharing setting or of an MPS daemon) and ``vfio:<n>`` (after the n-th PCI function moved to
+vfio-pci or given back to its driver, before anything records it).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
 from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, MpsDaemons
+from deckhouse_gpu.ports.vfio import VfioHost
 from deckhouse_gpu.services.prepare import PrepareService
 
 
@@ -54,11 +56,11 @@ class Trap:
         self.kind, _, self.value = point.partition(":")
         self.hold_seconds, self.marker = hold_seconds, marker
         self.armed = False
-        self.counts = {"save": 0, "mig": 0, "share": 0}
+        self.counts = {"save": 0, "mig": 0, "share": 0, "vfio": 0}
 
     def arm(self, armed: bool) -> None:
         self.armed = armed
-        self.counts = {"save": 0, "mig": 0, "share": 0}
+        self.counts = {"save": 0, "mig": 0, "share": 0, "vfio": 0}
 
     def step(self, name: str) -> None:
         if self.armed and self.kind == "step" and self.value == name:
@@ -175,6 +177,24 @@ class TrappedDaemons:
         self.trap.count("share")
 
 
+class TrappedVfio:
+    """The handler's sysfs side of VFIO, counting moves ("vfio") once the kernel made them."""
+
+    def __init__(self, inner: VfioHost, trap: Trap) -> None:
+        self.inner, self.trap = inner, trap
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def bind_vfio(self, address: str) -> None:
+        self.inner.bind_vfio(address)
+        self.trap.count("vfio")
+
+    def restore(self, address: str, driver: str | None) -> None:
+        self.inner.restore(address, driver)
+        self.trap.count("vfio")
+
+
 def build(handler_argv: list[str], trap: Trap) -> PrepareService:
     args = handler.parse_args(["run", *handler_argv])
     api = load_kube(args.kubeconfig)
@@ -188,6 +208,8 @@ def build(handler_argv: list[str], trap: Trap) -> PrepareService:
         host = service.sharing
         settings, daemons = TrappedSettings(host.settings, trap), TrappedDaemons(host.daemons, trap)
         service.sharing = replace(host, settings=settings, daemons=daemons, poll_interval=0.01)
+    if service.vfio is not None:
+        service.vfio = replace(service.vfio, host=TrappedVfio(service.vfio.host, trap), poll_interval=0.01)
     return service
 
 
@@ -220,7 +242,9 @@ def serve(service: PrepareService, trap: Trap, armed_in: str, emit: Callable[[An
 def main() -> None:
     parser = argparse.ArgumentParser(prog="prepare_launcher")
     parser.add_argument("--trap-in", default="", help="start, prepare or unprepare: the call the trap is in")
-    parser.add_argument("--trap-at", default="none:0", help="step:<name>, save:<n> or mig:<n>")
+    parser.add_argument(
+        "--trap-at", default="none:0", help="step:<name>, save:<n>, mig:<n>, share:<n>, vfio:<n>"
+    )
     parser.add_argument("--hold-seconds", type=float, default=0.0, help="pause there instead of dying")
     parser.add_argument("--hold-marker", help="a file written when the pause begins")
     parser.add_argument("handler_argv", nargs=argparse.REMAINDER)

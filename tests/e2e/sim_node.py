@@ -36,8 +36,11 @@ def build_host(root: Path, boot_id: str = "6d7f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 
 
 def handler_args(root: Path, kubeconfig: str) -> list[str]:
-    """What ``gpu-handler run`` gets on the simulated node, the kubelet plugin included."""
-    return ["--node-name", NODE, "--kubeconfig", kubeconfig, "--nvml-sim", "a30,a30",
+    """What ``gpu-handler run`` gets on the simulated node, the kubelet plugin included: a model for
+    each card on nvidia now (a crash may have left one on vfio-pci, which NVML does not see)."""
+    drivers = [(root / "sys/bus/pci/devices" / card / "driver").resolve().name for card in (CARD_A, CARD_B)]
+    on_nvidia = [driver for driver in drivers if driver == "nvidia"]
+    return ["--node-name", NODE, "--kubeconfig", kubeconfig, "--nvml-sim", ",".join(["a30"] * len(on_nvidia)),
             "--host-root", str(root), "--cdi-root", "/etc/cdi",
             "--mps-image", "registry.example/gpu-handler:test"]  # fmt: skip
 

@@ -37,13 +37,17 @@ PREPARE_POINTS = {
     "step:plan": NOTHING,
     "step:check-config": NOTHING,
     "step:invariant-guard": NOTHING,
+    "step:check-vfio": NOTHING,
     "step:mark-started": STARTED,
     "step:switch-mig-mode": ("PrepareStarted", 0, 0, True, False),
     "step:create-mig": ("PrepareStarted", 2, 2, True, False),
+    # No VFIO in MIXED: this changes nothing (tests/e2e/test_prepare_crash_vfio.py has it).
+    "step:bind-vfio": ("PrepareStarted", 2, 2, True, False),
     # No sharing in MIXED: these change nothing (tests/e2e/test_prepare_crash_sharing.py has them).
     "step:set-card-sharing": ("PrepareStarted", 2, 2, True, False),
     "step:start-mps": ("PrepareStarted", 2, 2, True, False),
     "step:write-device-metadata": ("PrepareStarted", 2, 2, True, False),  # files, no spec yet
+    "step:write-vfio-payload": ("PrepareStarted", 2, 2, True, False),
     "step:write-cdi": ("PrepareStarted", 2, 2, True, True),  # its ids are saved by the next step
     "step:mark-completed": ("PrepareCompleted", 2, 2, True, True),
     "save:2": STARTED,  # with the intent to switch MIG on recorded

@@ -42,8 +42,10 @@ NODE_KINDS = {
     "no-partitionable": ({}, False, True),
     "no-consumable-sharing": ({SHARING: "true"}, True, False),
 }
-# Kinds that come from CRDs (the module's or Deckhouse's); Kubernetes' own schemas do not have them.
+# Kinds that come from CRDs (the module's, Deckhouse's or KubeVirt's, whose VirtualMachine
+# docs/VFIO.md shows); Kubernetes' own schemas do not have them.
 CRD_KINDS = {"ModuleConfig", "ModuleSource", "ModuleUpdatePolicy", "ModulePullOverride", "PhysicalGPU"}
+CRD_KINDS |= {"VirtualMachine"}
 
 
 def cards() -> list[dict[str, Any]]:

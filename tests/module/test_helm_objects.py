@@ -54,7 +54,13 @@ def test_a_missing_image_digest_fails_the_render_naming_it() -> None:
 
 def test_monitoring_objects_need_their_crds() -> None:
     bare = render(VALUE_SETS["defaults"], api_versions=())
-    for kind in ("ServiceMonitor", "PrometheusRule", "GrafanaDashboardDefinition", "VerticalPodAutoscaler"):
+    for kind in (
+        "ServiceMonitor",
+        "PodMonitor",
+        "PrometheusRule",
+        "GrafanaDashboardDefinition",
+        "VerticalPodAutoscaler",
+    ):
         assert bare.of_kind(kind) == [], kind
     monitors = RENDERED["defaults"].of_kind("ServiceMonitor")
     scraped = {tuple(sorted(m["spec"]["selector"]["matchLabels"].items())) for m in monitors}
@@ -70,6 +76,30 @@ def test_monitoring_objects_need_their_crds() -> None:
         for m in RENDERED["defaults"].of_kind("ServiceMonitor")
     )
     assert render(VALUE_SETS["defaults"], api_versions=MONITORING_APIS).of_kind("VerticalPodAutoscaler") == []
+
+
+def test_the_node_components_are_scraped_by_pod_monitors_on_their_probe_port() -> None:
+    monitors = {m["metadata"]["name"]: m for m in RENDERED["defaults"].of_kind("PodMonitor")}
+    assert set(monitors) == {"gpu-gpu-handler", "gpu-gpu-node-agent"}
+    for app in ("gpu-handler", "gpu-node-agent"):
+        monitor = monitors[f"gpu-{app}"]
+        assert monitor["metadata"]["labels"]["prometheus"] == "main"
+        assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["d8-gpu"]}
+        daemonset = RENDERED["defaults"].get("DaemonSet", app)
+        assert monitor["spec"]["selector"]["matchLabels"].items() <= (
+            daemonset["spec"]["template"]["metadata"]["labels"].items()
+        )
+        (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+        (container,) = pod_spec(daemonset)["containers"]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert endpoint["port"] in ports, app
+        assert (endpoint["scheme"], endpoint["path"]) == ("http", "/metrics")
+        # The probes use the same port: the endpoint that is scraped is the one that is alive.
+        for probe in ("livenessProbe", "readinessProbe"):
+            assert container[probe]["httpGet"]["port"] == endpoint["port"], (app, probe)
+        node = {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}
+        assert node in endpoint["relabelings"]
+        assert monitor["spec"]["jobLabel"] == "app"
 
 
 def test_the_webhook_secret_carries_the_hook_certificate() -> None:
@@ -114,7 +144,13 @@ def test_the_dra_controller_serves_the_webhook_only_with_a_certificate() -> None
 
 
 # Kinds of CRDs the cluster gets from other modules; Kubernetes' own schemas do not have them.
-CRD_KINDS = {"ServiceMonitor", "PrometheusRule", "GrafanaDashboardDefinition", "VerticalPodAutoscaler"}
+CRD_KINDS = {
+    "ServiceMonitor",
+    "PodMonitor",
+    "PrometheusRule",
+    "GrafanaDashboardDefinition",
+    "VerticalPodAutoscaler",
+}
 
 
 @pytest.mark.parametrize("version", SCHEMA_VERSIONS)

@@ -16,6 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
 from deckhouse_gpu.adapters.dra_metrics import DraMetrics
+from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
 from tests.support.dcgm_fixture import DEFAULT_COUNTERS
 from tests.support.monitoring_queries import alert_expressions, dashboards
 
@@ -46,13 +48,15 @@ def exported() -> set[str]:
     controller = ControllerMetrics(lambda: [], lambda: True).registry
     dra = DraMetrics(lambda: [], lambda: [], lambda: True, _Clock()).registry
     hooks = set(re.findall(r'"name": "(d8_gpu_module_\w+)"', HOOK.read_text()))
-    return _names(controller) | _names(dra) | hooks | {name for name, _, _ in DEFAULT_COUNTERS}
+    nodes = _names(HandlerMetrics().registry) | _names(NodeAgentMetrics().registry)
+    return _names(controller) | _names(dra) | nodes | hooks | {name for name, _, _ in DEFAULT_COUNTERS}
 
 
 def test_the_code_exports_what_this_test_expects() -> None:
     names = exported()
     assert {"d8_gpu_physicalgpus", "d8_gpu_allocated_devices", "d8_gpu_module_nodes"} <= names
     assert "d8_gpu_controller_reconciles_total" in names  # counters as Prometheus names them
+    assert {"d8_gpu_handler_prepare_errors_total", "d8_gpu_node_agent_scans_total"} <= names
 
 
 @pytest.mark.parametrize("language", DOCS)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS
 from testkit.gpu_cluster import GpuCluster
 from testkit.waiting import wait_for
@@ -128,13 +130,24 @@ def test_every_metric_the_rules_and_dashboards_name_is_exported(observed: Observ
 
 def test_a_metric_nobody_exports_fails_the_check(observed: Observed) -> None:
     made_up = Expression(
-        "prepare.yaml: D8GPUPrepareErrors", "rate(d8_gpu_handler_prepare_errors_total[5m]) > 0"
+        "prepare.yaml: D8GPUPrepareStuck", "rate(d8_gpu_handler_prepares_stuck_total[5m]) > 0"
     )
     variable = Expression("gpu-node.json: $card", "label_values(d8_gpu_card_info, card)")
     assert unexported([made_up], observed.prometheus.names(), [variable]) == [
-        "prepare.yaml: D8GPUPrepareErrors: d8_gpu_handler_prepare_errors_total",
+        "prepare.yaml: D8GPUPrepareStuck: d8_gpu_handler_prepares_stuck_total",
         "gpu-node.json: $card: d8_gpu_card_info",
     ]
+
+
+def test_every_family_of_the_node_components_is_scraped(observed: Observed) -> None:
+    """So that a rule or a panel on any of gpu-handler's or gpu-node-agent's metrics is checked."""
+    defined = {
+        family.name + {"counter": "_total", "histogram": "_count"}.get(family.type, "")
+        for registry in (HandlerMetrics().registry, NodeAgentMetrics().registry)
+        for family in registry.collect()
+        if not family.name.startswith("process_")
+    }
+    assert defined - set(observed.prometheus.names()) == set()
 
 
 def test_the_node_variable_lists_every_node(observed: Observed) -> None:

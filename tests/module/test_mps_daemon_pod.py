@@ -141,11 +141,14 @@ def test_the_role_lets_the_handler_create_and_delete_pods_in_its_namespace_only(
     }
     account = pod_spec(rendered.get("DaemonSet", "gpu-handler"))["serviceAccountName"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": "d8-gpu"}]
+    # Across the cluster Pods are only read (gpu-handler gets a claim's Pod for its VFIO annotation).
     for cluster_role in rendered.of_kind("ClusterRole"):
         assert all(
-            "pods" not in rule["resources"] or rule["verbs"] == ["get", "list", "watch"]
+            "pods" not in rule["resources"] or set(rule["verbs"]) <= {"get", "list", "watch"}
             for rule in cluster_role["rules"]
         ), cluster_role["metadata"]["name"]
+    handler = rendered.get("ClusterRole", "d8:gpu:gpu-handler")
+    assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]} in handler["rules"]
 
 
 def test_the_policy_is_rendered_with_its_binding_for_the_handlers_account() -> None:

@@ -260,7 +260,7 @@ def test_an_invalid_opaque_config_fails_prepare_before_the_card_changes(world):
     assert not world.checkpoint_path.exists() or checkpoint(world) == {}
 
 
-def test_a_valid_sharing_config_is_accepted_and_vfio_is_refused_for_now(world):
+def test_a_valid_sharing_config_is_accepted_and_vfio_needs_a_handler_that_passes_cards_through(world):
     claim = allocate(world.api, "c1", "gpu-0000-17-00-0")
     mps = {"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "GPUConfig", "sharing": {"strategy": "MPS"}}
     claim = with_config(world, claim, mps)
@@ -268,4 +268,4 @@ def test_a_valid_sharing_config_is_accepted_and_vfio_is_refused_for_now(world):
     other = allocate(world.api, "c2", "gpu-0000-31-00-0")
     other = with_config(world, other, {"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "VFIOConfig"})
     error = world.service().prepare([ref(other)])[ref(other).uid].error
-    assert "VFIOConfig asks for passthrough to a virtual machine" in error
+    assert error == "the claim asks for VFIO, but this gpu-handler runs without VFIO support"

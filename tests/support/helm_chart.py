@@ -27,6 +27,7 @@ KUBE_VERSION = "1.34.0"
 # Every optional API the templates check for; a set of values may drop some of them.
 MONITORING_APIS = (
     "monitoring.coreos.com/v1/ServiceMonitor",
+    "monitoring.coreos.com/v1/PodMonitor",
     "monitoring.coreos.com/v1/PrometheusRule",
     "deckhouse.io/v1/GrafanaDashboardDefinition",
 )
@@ -47,6 +48,7 @@ def helm() -> str:
 @dataclass(frozen=True)
 class Rendered:
     objects: list[dict[str, Any]]
+    text: str = ""  # the output of helm template, comments included (tests/support/rbac_rules.py)
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [o for o in self.objects if o["kind"] == kind]
@@ -87,4 +89,4 @@ def render(
     if done.returncode != 0:
         raise HelmFailed(done.stderr.strip())
     objects = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
-    return Rendered(objects)
+    return Rendered(objects, done.stdout)

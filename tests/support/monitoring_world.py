@@ -8,8 +8,10 @@ The cluster (a fake API server in front of realistic objects): node ``h100`` wit
 whole card and two MIG instances allocated and prepared and one card whose NVML fails; node
 ``a100`` sharing its card, one share taken; node ``a30`` with a free card; node ``t4`` without a
 driver validator, so its driver is not ready. The sources: the real gpu-controller and
-gpu-dra-controller processes against that API server, and one dcgm-exporter stand-in per node
-(tests/support/dcgm_fixture.py). gpu-handler and gpu-node-agent serve no metrics yet.
+gpu-dra-controller processes against that API server, one dcgm-exporter stand-in per node
+(tests/support/dcgm_fixture.py), and per node gpu-node-agent's and (where the driver is ready)
+gpu-handler's metrics from their own services run on a simulated node of the same cards
+(tests/support/node_metrics_world.py).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_cluster import RESOURCES, GpuCluster
 from testkit.kubeconfig import write_kubeconfig
 from testkit.waiting import free_port
-from tests.support import dcgm_fixture
+from tests.support import dcgm_fixture, node_metrics_world
 from tests.support.controller_objects import add_pod, crashing_status, ready_status, set_pod_status
 from tests.support.prometheus_server import Target
 
@@ -120,6 +122,7 @@ def running(cluster: GpuCluster, workdir: Path) -> Iterator[list[Target]]:
             stack.callback(exporter.shutdown)
             labels = {"namespace": NAMESPACE, "pod": f"nvidia-dcgm-exporter-{node}", "node": node}
             targets.append(Target("nvidia-dcgm-exporter", f"127.0.0.1:{exporter.server_address[1]}", labels))
+        targets += stack.enter_context(node_metrics_world.serving(workdir / "nodes", NAMESPACE))
         yield targets
 
 

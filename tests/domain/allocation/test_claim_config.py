@@ -90,6 +90,15 @@ def test_vfio_on_a_share_is_refused() -> None:
     assert device_config({"request": "gpu"}, allocation(entry(VFIO)), "Physical") == VFIOConfig()
 
 
+def test_vfio_is_refused_on_a_mig_instance_unless_the_request_also_configures_mig() -> None:
+    with pytest.raises(ConfigRefused, match="VFIOConfig asks for a whole card for a virtual machine, but"):
+        device_config({"request": "gpu"}, allocation(entry(VFIO)), "MIG")
+    # A request that may get either (firstAvailable) carries one config of each type.
+    either = allocation(entry(VFIO, requests=["gpu"]), entry(MIG_MPS, requests=["gpu"]))
+    assert device_config({"request": "gpu/mig"}, either, "MIG") == MIGConfig(sharing=MPS())
+    assert device_config({"request": "gpu/whole"}, either, "Physical") == VFIOConfig()
+
+
 def test_config_entries_naming_requests_the_claim_lacks_are_found_as_the_webhook_words_them() -> None:
     devices = {
         "requests": [{"name": "gpu"}, {"name": "alt", "firstAvailable": [{"name": "big"}, {"name": "small"}]}]

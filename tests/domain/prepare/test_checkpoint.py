@@ -126,7 +126,7 @@ def test_a_single_flipped_byte_is_caught():
 def test_unknown_fields_of_a_newer_writer_are_read_past():
     def newer(document):
         document["writer"] = "gpu-handler v2"
-        document["claims"]["uid-a"]["vfio"] = {"group": 42}
+        document["claims"]["uid-a"]["gpuDirect"] = {"group": 42}
         document["claims"]["uid-a"]["devices"][0]["migDevice"] = "1g.6gb"
         document["claims"]["uid-a"]["mig"][0]["engines"] = ["NVDEC"]
 

@@ -52,13 +52,17 @@ class FileClaimCDI:
         instances: dict[tuple[str, int | None], MigRecord] = {(r.card, r.placement_start): r for r in mig}
         entries = []
         for plan in devices:
+            if plan.vfio:  # on vfio-pci: the nvidia driver knows the card no more (DESIGN.md D7)
+                entries.append(ClaimDevice(plan.device, None, None, (edits or {}).get(plan.device)))
+                continue
             card = self.discovery.card_node(plan.card)
             caps = None
             if plan.kind == "MIG":
                 record = instances[(plan.card, plan.placement_start)]
                 caps = self.discovery.mig_caps(card.minor, record.gpu_instance_id, record.compute_instance_id)
             entries.append(ClaimDevice(plan.device, card, caps, (edits or {}).get(plan.device)))
-        spec = claim_spec(self.driver_files(), claim_uid, entries)
+        files = self.driver_files() if any(entry.card is not None for entry in entries) else None
+        spec = claim_spec(files, claim_uid, entries)
         self.writer.write_claim(claim_uid, spec)
         return {plan.device: (qualified_id(claim_device_name(claim_uid, plan.device)),) for plan in devices}
 

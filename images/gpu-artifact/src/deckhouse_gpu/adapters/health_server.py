@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""HTTP health endpoints for the kubelet's probes.
+"""HTTP health endpoints for the kubelet's probes, and ``/metrics`` for Prometheus when given a registry.
 
 ``/readyz`` is 200 only when the last pass succeeded; ``/healthz`` is 200 unless passes have
 failed for longer than ``unhealthy_after`` seconds (a restart may then help: new connections,
@@ -14,6 +14,10 @@ import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
 from deckhouse_gpu.ports.health import HealthSource
 
@@ -24,13 +28,19 @@ def serve_health(
     monotonic: Callable[[], float],
     unhealthy_after: float = 300.0,
     also_ready: Callable[[], bool] | None = None,
+    registry: CollectorRegistry | None = None,
 ) -> ThreadingHTTPServer:
     """``also_ready``: a further condition of readiness (gpu-handler: registered with the kubelet,
-    so a rolling update does not remove the old pod before the new one serves the kubelet)."""
+    so a rolling update does not remove the old pod before the new one serves the kubelet);
+    ``registry``: served on ``/metrics`` in Prometheus' text format (OpenMetrics if asked)."""
     started = monotonic()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if registry is not None and urlsplit(self.path).path == "/metrics":
+                encoder, content_type = choose_encoder(self.headers.get("Accept") or "")
+                self._send(200, encoder(registry), content_type)
+                return
             snapshot = health.snapshot()
             body: dict[str, object] = {
                 "synced": snapshot.synced,
@@ -51,9 +61,11 @@ def serve_health(
                 since = snapshot.failing_since if snapshot.failing_since is not None else started
                 failing = not snapshot.ok and monotonic() - since >= unhealthy_after
                 code = 503 if failing else 200
-            payload = json.dumps(body).encode()
+            self._send(code, json.dumps(body).encode(), "application/json")
+
+        def _send(self, code: int, payload: bytes, content_type: str) -> None:
             self.send_response(code)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)

@@ -19,12 +19,16 @@ import sys
 import threading
 from typing import TextIO
 
+import prometheus_client
 import yaml
 
 from deckhouse_gpu.adapters import json_logging
+from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
+from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
 from deckhouse_gpu.adapters.manifest_files import load_objects
+from deckhouse_gpu.adapters.metered_ports import MeteredNVML
 from deckhouse_gpu.cmd import driver_validator, k8s_version
 from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
@@ -72,7 +76,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig; in-cluster if unset"
     )
     wiring.add_nvml_arguments(run)
-    run.add_argument("--health-address", default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8082"))
+    run.add_argument(
+        "--health-address",
+        default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8082"),
+        help="host:port of /metrics, /healthz and /readyz (env HEALTH_ADDRESS)",
+    )
     run.add_argument(
         "--heartbeat-seconds", type=_positive, default=60.0, help="re-check for silent NVML failures"
     )
@@ -192,6 +200,9 @@ def render_slices(args: argparse.Namespace, out: TextIO) -> int:
 
 def run(args: argparse.Namespace, api: KubeAPI) -> int:
     clock = SystemClock()
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
+    metrics = HandlerMetrics()
+    api = MeteredKube(api, metrics)
     try:
         addresses = wiring.node_gpu_addresses(args, api)
         nvml = wiring.make_nvml(args, addresses)
@@ -199,18 +210,22 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
         return 2
     events = EventRecorder(api, COMPONENT, args.node_name, clock)
-    capabilities = CapabilitiesPass(api, nvml, args.node_name, events, clock, args.health)
+    capabilities = CapabilitiesPass(
+        api, MeteredNVML(nvml, metrics), args.node_name, events, clock, args.health
+    )
     features = PublisherSettings(args.partitionable, args.consumable_capacity)
     publisher = SlicePublisher(api, args.node_name, events, features)
     health = HealthState()
     settings = HandlerSettings(args.heartbeat_seconds, args.health)
     device_health = DeviceHealthBoard(args.node_name)  # the kubelet's health stream (DESIGN.md F6.3)
-    loop = HandlerLoop(capabilities, health, clock, settings, publisher, device_health=device_health)
+    loop = HandlerLoop(
+        capabilities, health, clock, settings, publisher, device_health=device_health, observer=metrics
+    )
     plugin = None
     stop = threading.Event()
     if not args.no_kubelet_plugin:
         prepare, paths, write_base_spec = build_prepare(
-            args, api, nvml, clock, offers=loop
+            args, api, nvml, clock, offers=loop, metrics=metrics
         )  # offers follow what is prepared: prepare reports each change to the loop (DESIGN.md D2 b)
         loop.after_publish = write_base_spec
         prepare.events = events  # MPS daemons recreated: said on the claims that use them
@@ -222,7 +237,13 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         start_daemon_keeper(prepare, stop, MPS_KEEPER_SECONDS)
     stop_on_signals(stop, loop.wake)
     registered = plugin.registered.is_set if plugin is not None else None
-    server = serve_health(health, listen_address(args.health_address), clock.monotonic, also_ready=registered)
+    server = serve_health(
+        health,
+        listen_address(args.health_address),
+        clock.monotonic,
+        also_ready=registered,
+        registry=metrics.registry,
+    )
     start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
     start_watch(api, NODES, None, loop.on_node_change, stop, field_selector=f"metadata.name={args.node_name}")
     loop.run(stop)

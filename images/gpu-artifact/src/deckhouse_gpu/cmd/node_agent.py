@@ -18,8 +18,12 @@ import sys
 import threading
 from typing import TextIO
 
+import prometheus_client
+
 from deckhouse_gpu.adapters import json_logging
+from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
 from deckhouse_gpu.adapters.health_server import serve_health
+from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.adapters.udev_events import UdevUnavailable, watch_pci_events
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
@@ -59,7 +63,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--health-address",
         default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8081"),
-        help="host:port of /healthz and /readyz",
+        help="host:port of /metrics, /healthz and /readyz",
     )
     parser.add_argument(
         "--log-level", default=os.environ.get("LOG_LEVEL", "info"), help="debug, info, warning or error"
@@ -113,15 +117,21 @@ def dry_run(host: HostReader, node_name: str, out: TextIO) -> int:
 
 def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
     clock = SystemClock()
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
+    metrics = NodeAgentMetrics()
+    api = MeteredKube(api, metrics)
     events = EventRecorder(api, COMPONENT, args.node_name, clock)
     sync = InventorySync(api, host, args.node_name, events, absence_threshold=args.absence_threshold)
     health = HealthState()
-    loop = NodeAgentLoop(sync, health, clock, LoopSettings(resync_seconds=args.resync_seconds))
+    settings = LoopSettings(resync_seconds=args.resync_seconds)
+    loop = NodeAgentLoop(sync, health, clock, settings, observer=metrics)
     if args.once:
         return 0 if loop.run_once().ok else 1
     stop = threading.Event()
     stop_on_signals(stop, loop.wake)
-    server = serve_health(health, listen_address(args.health_address), clock.monotonic)
+    server = serve_health(
+        health, listen_address(args.health_address), clock.monotonic, registry=metrics.registry
+    )
     try:
         watch_pci_events(loop.notify_udev, stop)
     except UdevUnavailable as error:

@@ -24,15 +24,20 @@ from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
 from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
 from deckhouse_gpu.adapters.device_metadata_files import FileDeviceMetadata
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metered_ports import MeteredCheckpointStore, MeteredMig
 from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
 from deckhouse_gpu.adapters.node_lock import NodeLock
+from deckhouse_gpu.cmd.vfio_wiring import add_vfio_arguments, vfio_side
 from deckhouse_gpu.domain.prepare.cdi_spec import CardNode, base_spec
+from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.dra_plugin import PluginPaths
 from deckhouse_gpu.ports.kube import KubeAPI
 from deckhouse_gpu.ports.mig import MigControl, MigError
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.services.prepare import OfferFollower, PrepareService
+from deckhouse_gpu.services.prepare_observer import PrepareObserver
 from deckhouse_gpu.services.sharing_host import SharingHost
 
 DRIVER = "gpu.deckhouse.io"
@@ -76,6 +81,7 @@ def add_plugin_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mps-image", default=env("MPS_IMAGE", ""), help="image of the MPS daemon Pods (env MPS_IMAGE)"
     )
+    add_vfio_arguments(parser)
     parser.add_argument(
         "--mps-image-pull-secret",
         default=env("MPS_IMAGE_PULL_SECRET") or None,
@@ -159,25 +165,34 @@ def build_prepare(
     nvml: NVML,
     clock: Clock,
     offers: OfferFollower | None,
+    metrics: HandlerMetrics | None = None,
 ) -> tuple[PrepareService, PluginPaths, Callable[[list[str]], None]]:
-    """The DRA service, its socket paths, and the base CDI spec writer the publisher calls."""
+    """The DRA service, its socket paths, and the base CDI spec writer the publisher calls;
+    with ``metrics``, the service, its checkpoint and its MIG control report to them."""
     paths = plugin_paths(args)
     plugin_dir = Path(paths.plugin_dir)
     found = discovery(args)
     hook = stage_cdi_hook(args.cdi_hook_path, Path(args.image_cdi_hook), plugin_dir, args.plugin_dir)
     writer = CdiWriter(_under(args.host_root, args.cdi_root))
+    store: CheckpointStore = FileCheckpointStore(plugin_dir / "checkpoint.json", host_root=args.host_root)
+    mig = mig_control(args, nvml)
+    if metrics is not None:
+        metrics.watch_checkpoint_file(plugin_dir / "checkpoint.json")
+        store, mig = MeteredCheckpointStore(store, metrics), MeteredMig(mig, metrics)
     service = PrepareService(
         api,
         args.node_name,
-        FileCheckpointStore(plugin_dir / "checkpoint.json", host_root=args.host_root),
+        store,
         lambda: NodeLock(plugin_dir / "pu.lock"),
-        mig_control(args, nvml),
+        mig,
         FileClaimCDI(found, writer, hook),
         clock,
         offers=offers,
         sharing=sharing_host(args, api, nvml),
         # Written where this process reaches the plugin directory, mounted from where the host has it.
         metadata=None if args.no_device_metadata else FileDeviceMetadata(plugin_dir, args.plugin_dir),
+        observer=None if metrics is None else PrepareObserver(metrics),
+        vfio=vfio_side(args, api, nvml, clock, plugin_dir),
     )
 
     def write_base_spec(cards: list[str]) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deckhouse_gpu.domain.inventory import hardware_health as health
+from deckhouse_gpu.domain.inventory.card_events import health_event
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.handler_status import (
     HandlerUpdate,
@@ -195,9 +196,7 @@ class CapabilitiesPass:
         report.written.append(str(card["metadata"]["name"]))
         old, new = health_changed(before, patch)
         if old != new and update.verdict is not None:
-            self._announce(stored, update.verdict)
-
-    def _announce(self, card: dict[str, Any], verdict: health.Verdict) -> None:
-        kind = "Normal" if verdict.status.value == "True" else "Warning"
-        message = f"HardwareHealthy={verdict.status.value} ({verdict.reason}): {verdict.message}"
-        self.events.record(card, kind, f"HardwareHealthy{verdict.status.value}", message)
+            address = ((stored.get("status") or {}).get("pciInfo") or {}).get("address") or "?"
+            event = health_event(old, update.verdict, self.node_name, str(address))
+            if event is not None:
+                self.events.record(stored, event.type, event.reason, event.message)

@@ -7,14 +7,39 @@ people and tools reading the claim. Best effort: a failure here never fails a pr
 from __future__ import annotations
 
 import logging
+import random
+import time
 from typing import Any
 
 from deckhouse_gpu.domain.offers.model import DRIVER
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
-from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound
+from deckhouse_gpu.ports.dra_plugin import PreparedDevice
+from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound, Unavailable
 from deckhouse_gpu.services.status_writer import patch_status
 
 log = logging.getLogger(__name__)
+WRITE_ATTEMPTS = 4
+WRITE_BACKOFF_SECONDS = 0.1
+
+
+def claim_object(entry: ClaimEntry) -> dict[str, Any]:
+    """What an Event about the entry's claim regards."""
+    meta = {"name": entry.name, "namespace": entry.namespace, "uid": entry.uid}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta}
+
+
+def prepared_devices(entry: ClaimEntry) -> tuple[PreparedDevice, ...]:
+    return tuple(
+        PreparedDevice(
+            # The kubelet matches containers by the request name, without a subrequest suffix.
+            request_names=(plan.request.split("/", 1)[0],),
+            pool_name=plan.pool,
+            device_name=plan.device,
+            cdi_device_ids=entry.cdi_device_ids.get(plan.device, ()),
+            share_id=plan.share_id,
+        )
+        for plan in entry.devices
+    )
 
 
 def _ours(entry: ClaimEntry, now: str) -> list[dict[str, Any]]:
@@ -63,12 +88,25 @@ def clear_devices(api: KubeAPI, namespace: str, name: str, uid: str) -> None:
 
 
 def _write(api: KubeAPI, namespace: str, name: str, uid: str, ours: list[dict[str, Any]]) -> None:
-    try:
-        claim = api.get(RESOURCE_CLAIMS, name, namespace=namespace)
-        if claim.get("metadata", {}).get("uid") != uid:
+    # A passing server failure (429, 5xx, a dropped connection) is tried again a few times, with
+    # jittered backoff: the kubelet does not call again for a prepared claim, so a write lost here
+    # stays lost until the plugin restarts.
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            claim = api.get(RESOURCE_CLAIMS, name, namespace=namespace)
+            if claim.get("metadata", {}).get("uid") != uid:
+                return
+            patch_status(
+                api, RESOURCE_CLAIMS, claim, lambda current: _patch(current, ours), namespace=namespace
+            )
             return
-        patch_status(api, RESOURCE_CLAIMS, claim, lambda status: _patch(status, ours), namespace=namespace)
-    except NotFound:
+        except NotFound:
+            return
+        except Unavailable as error:
+            if attempt + 1 < WRITE_ATTEMPTS:
+                time.sleep(WRITE_BACKOFF_SECONDS * 2**attempt * random.uniform(0.5, 1.5))  # noqa: S311
+                continue
+            log.warning("ResourceClaim status not updated", extra={"claim": uid, "error": str(error)})
+        except KubeError as error:
+            log.warning("ResourceClaim status not updated", extra={"claim": uid, "error": str(error)})
         return
-    except KubeError as error:
-        log.warning("ResourceClaim status not updated", extra={"claim": uid, "error": str(error)})

@@ -10,11 +10,13 @@ event); everything else is driven by the watch on this node's PhysicalGPUs (DESI
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode, eligible
+from deckhouse_gpu.domain.offers.dropped_fields import CONSUMABLE, PARTITIONABLE
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import NODES, KubeError, WatchEvent
@@ -36,6 +38,19 @@ class HandlerSettings:
     )
 
 
+class PublishObserver(Protocol):
+    """The metrics of publishing: ``result`` changed, unchanged or error; the features given up."""
+
+    def observe_publish(self, result: str, fallen_back: Collection[str]) -> None: ...
+
+
+def fallen_back(publisher: SlicePublisher) -> list[str]:
+    """The DRA features the publisher gave up because the API server dropped their fields (not
+    those switched off by the settings)."""
+    mode = {PARTITIONABLE: publisher.settings.partitionable, CONSUMABLE: publisher.settings.consumable}
+    return sorted(f for f, on in publisher.features.items() if not on and mode.get(f, "auto") != "off")
+
+
 class HandlerLoop(TriggerLoop):
     def __init__(
         self,
@@ -46,6 +61,7 @@ class HandlerLoop(TriggerLoop):
         publisher: SlicePublisher | None = None,
         after_publish: Callable[[list[str]], None] | None = None,
         device_health: DeviceHealthBoard | None = None,
+        observer: PublishObserver | None = None,
     ) -> None:
         super().__init__(self._pass, health, clock, settings.timing)
         self.capabilities = capabilities
@@ -56,6 +72,7 @@ class HandlerLoop(TriggerLoop):
         self.after_publish = after_publish  # e.g. the CDI base spec for the offered cards
         self._node_labels: dict[str, str] | None = None
         self.device_health = device_health  # what the kubelet's health stream sends (DESIGN.md F6.3)
+        self.observer = observer
 
     def follow_modes(self, modes: Mapping[str, ActiveMode]) -> None:
         """Prepare's report of the mode each card is prepared in (PCI address -> Physical/MIG);
@@ -104,6 +121,9 @@ class HandlerLoop(TriggerLoop):
             except (KubeError, LayoutError, InvalidPool, OSError, ValueError) as error:
                 report.ok = False
                 report.failures.append(f"publish: {type(error).__name__}: {error}")
+            if self.observer is not None:
+                result = "error" if published is None else "changed" if published.writes else "unchanged"
+                self.observer.observe_publish(result, fallen_back(self.publisher))
         delay = self.settings.heartbeat_seconds
         if report.retry_in is not None:
             delay = min(delay, report.retry_in)

@@ -19,6 +19,7 @@ from deckhouse_gpu.ports.device_metadata import DeviceMetadataFiles
 from deckhouse_gpu.ports.mig import MigControl, MigError
 from deckhouse_gpu.services.sharing_host import SharingHost
 from deckhouse_gpu.services.sharing_settle import card_settings_of, settle_cards, stop_unwanted
+from deckhouse_gpu.services.vfio_release import VfioSide, clean_leftovers, give_back
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +35,21 @@ def release(
     sharing: SharingHost | None = None,
     strict: bool = True,
     metadata: DeviceMetadataFiles | None = None,
+    vfio: VfioSide | None = None,
 ) -> Checkpoint:
     """Stops the MPS daemons only this claim used, destroys the claim's MIG instances, switches
     MIG off where the claim switched it on and nothing else uses it, switches it on again where an
     unfinished prepare switched it off, gives its cards the sharing settings the other claims need
     (``strict``: a failure raises and the entry stays, so the kubelet's retry resumes), deletes
-    the claim's CDI spec and its device metadata files (``metadata``) and drops the entry."""
+    the claim's CDI spec and its device metadata files (``metadata``) and drops the entry. Before
+    any of that, the functions the claim moved to vfio-pci go back to their drivers (``vfio``), so
+    that NVML sees their cards again for what follows."""
     if sharing is not None:
         # First: an MPS server holds its MIG instance and its card's compute mode.
         stop_unwanted(checkpoint.without(entry.uid), sharing)
+    if vfio is not None:
+        checkpoint = give_back(entry, checkpoint, vfio, save, strict)
+        entry = checkpoint.get(entry.uid) or entry
     current = entry
     for record in entry.mig:
         mig.destroy_instance(record.card, record.gpu_instance_id, record.compute_instance_id)
@@ -68,6 +75,42 @@ def release(
     checkpoint = checkpoint.without(entry.uid)
     save(checkpoint)
     return checkpoint
+
+
+def clean_unowned(
+    checkpoint: Checkpoint,
+    mig: MigControl,
+    cdi: ClaimCDI,
+    metadata: DeviceMetadataFiles | None,
+    cards: list[str],
+    vfio: VfioSide | None,
+) -> None:
+    """At start, what no entry owns: MIG instances on ``cards`` in MIG mode, CDI specs, device
+    metadata files, functions left on vfio-pci and their payloads (services/vfio_release.py)."""
+    if vfio is not None:
+        clean_leftovers(checkpoint, vfio)  # first: a card on vfio-pci has no MIG mode NVML can read
+    owned = checkpoint.owned_mig()
+    for card in cards:
+        if not _mig_enabled(mig, card):
+            continue
+        for instance in mig.instances(card):
+            if instance.key not in owned:
+                log.warning(
+                    "destroying a MIG instance no claim owns", extra={"card": card, "uuid": instance.uuid}
+                )
+                mig.destroy_instance(card, instance.gpu_instance_id, instance.compute_instance_id)
+    for uid in cdi.claims_with_specs() - set(checkpoint.claims):
+        cdi.delete_claim(uid)
+    if metadata is not None:
+        for uid in metadata.claims_with_files() - set(checkpoint.claims):
+            metadata.delete_claim(uid)
+
+
+def _mig_enabled(mig: MigControl, card: str) -> bool:
+    try:
+        return mig.mig_enabled(card)
+    except MigError:
+        return False  # NVML cannot see the card (on vfio-pci, lost): no instance to look at
 
 
 def unowned_at(plan: DevicePlan, checkpoint: Checkpoint, mig: MigControl) -> MigInstance | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from deckhouse_gpu.domain.inventory.card_events import driver_event
 from deckhouse_gpu.domain.inventory.desired import DesiredGPU, describe_gpu, node_selector
 from deckhouse_gpu.domain.inventory.host_facts import node_info
 from deckhouse_gpu.domain.inventory.pci import DeviceReadError
@@ -147,12 +148,11 @@ class InventorySync:
         report.updated.append(gpu.name)
         log.info("PhysicalGPU updated", extra={"physicalgpu": gpu.name})
         before = ((obj.get("status") or {}).get("currentState") or {}).get("driverName")
-        after = gpu.status["currentState"].get("driverName")
-        if before != after:
-            message = (
-                f"GPU {gpu.address} is now bound to {after or 'no driver'} (was {before or 'no driver'})"
-            )
-            self.events.record(dict(obj), "Normal", "PhysicalGPUDriverChanged", message)
+        event = driver_event(
+            before, gpu.status["currentState"].get("driverName"), self.node_name, gpu.address
+        )
+        if event is not None:
+            self.events.record(dict(obj), event.type, event.reason, event.message)
 
     def _node_owner(self) -> dict[str, Any] | None:
         """The Node as owner, so the garbage collector removes our objects with the node.

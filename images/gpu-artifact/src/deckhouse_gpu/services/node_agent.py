@@ -12,6 +12,7 @@ covers netlink buffer overruns, which lose events silently.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.services.health import HealthState
@@ -31,24 +32,42 @@ class LoopSettings:
         return LoopTiming(self.debounce_seconds, self.backoff_initial_seconds, self.backoff_max_seconds)
 
 
+class AgentObserver(Protocol):
+    """The metrics (adapters/node_agent_metrics.py): each pass, each udev event."""
+
+    def observe_scan(self, ok: bool, seconds: float, unreadable: int) -> None: ...
+
+    def observe_udev(self, action: str) -> None: ...
+
+
 class NodeAgentLoop(TriggerLoop):
     def __init__(
-        self, sync: InventorySync, health: HealthState, clock: Clock, settings: LoopSettings
+        self,
+        sync: InventorySync,
+        health: HealthState,
+        clock: Clock,
+        settings: LoopSettings,
+        observer: AgentObserver | None = None,
     ) -> None:
         super().__init__(self._pass, health, clock, settings.timing())
         self.sync = sync
         self.settings = settings
+        self.observer = observer
 
     def notify_deleted(self, name: str) -> None:
         self.notify(Trigger("watch", f"deleted {name}"))
 
     def notify_udev(self, action: str, address: str) -> None:
+        if self.observer is not None:
+            self.observer.observe_udev(action)
         removed = address if action == "remove" else None
         self.notify(Trigger("udev", f"{action} {address}", removed))
 
     def _pass(self, triggers: list[Trigger]) -> PassOutcome:
         removed = frozenset(t.removed_address for t in triggers if t.removed_address)
         report = self.sync.sync(removed)
+        if self.observer is not None:
+            self.observer.observe_scan(report.ok, report.seconds, len(report.device_errors))
         return PassOutcome(
             ok=report.ok,
             next_delay=self._delay_after(report),

@@ -24,38 +24,21 @@ from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.clock import Clock, rfc3339
 from deckhouse_gpu.ports.device_metadata import DeviceMetadataFiles
-from deckhouse_gpu.ports.dra_plugin import ClaimRef, PreparedDevice, PrepareResult
+from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound
 from deckhouse_gpu.ports.mig import MigControl, MigError
 from deckhouse_gpu.ports.sharing import SharingError
-from deckhouse_gpu.services.claim_status import clear_devices, publish_devices
+from deckhouse_gpu.ports.vfio import VfioError
+from deckhouse_gpu.services.claim_status import claim_object, clear_devices, prepared_devices, publish_devices
 from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.host_release import release
+from deckhouse_gpu.services.host_release import clean_unowned, release
+from deckhouse_gpu.services.prepare_observer import PrepareObserver
 from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS, PrepareContext, PrepareError, run_steps
 from deckhouse_gpu.services.sharing_host import SharingHost
 from deckhouse_gpu.services.sharing_settle import settle_node, start_wanted
+from deckhouse_gpu.services.vfio_release import VfioSide
 
 log = logging.getLogger(__name__)
-
-
-def claim_object(entry: ClaimEntry) -> dict[str, Any]:
-    """What an Event about the entry's claim regards."""
-    meta = {"name": entry.name, "namespace": entry.namespace, "uid": entry.uid}
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": meta}
-
-
-def prepared_devices(entry: ClaimEntry) -> tuple[PreparedDevice, ...]:
-    return tuple(
-        PreparedDevice(
-            # The kubelet matches containers by the request name, without a subrequest suffix.
-            request_names=(plan.request.split("/", 1)[0],),
-            pool_name=plan.pool,
-            device_name=plan.device,
-            cdi_device_ids=entry.cdi_device_ids.get(plan.device, ()),
-            share_id=plan.share_id,
-        )
-        for plan in entry.devices
-    )
 
 
 class OfferFollower(Protocol):
@@ -80,6 +63,8 @@ class PrepareService:
         sharing: SharingHost | None = None,
         events: EventRecorder | None = None,
         metadata: DeviceMetadataFiles | None = None,
+        observer: PrepareObserver | None = None,
+        vfio: VfioSide | None = None,
     ) -> None:
         self.api, self.node_name, self.store, self.lock = api, node_name, store, lock
         self.mig, self.cdi, self.clock = mig, cdi, clock
@@ -87,6 +72,8 @@ class PrepareService:
         self.after_step = after_step
         self.sharing, self.events = sharing, events
         self.metadata = metadata  # None: containers get no device metadata files
+        self.observer = observer  # the metrics: durations, offer types, failure reasons
+        self.vfio = vfio  # None: no passthrough to virtual machines (DESIGN.md D7)
         self.modes: dict[str, ActiveMode] = {}  # what offers must respect; refreshed after every call
 
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
@@ -102,6 +89,8 @@ class PrepareService:
             # The lock, the checkpoint file or the card list: nothing was started for the claims
             # without a result, and the kubelet retries them.
             log.warning("prepare call failed", extra={"error": str(error)})
+            if self.observer is not None:
+                self.observer.call_failed("prepare", error, sum(c.uid not in results for c in claims))
             for claim in claims:
                 results.setdefault(claim.uid, PrepareResult(error=f"{type(error).__name__}: {error}"))
         return results
@@ -121,17 +110,27 @@ class PrepareService:
             pool=pool_name(self.node_name),
             sharing=self.sharing,
             metadata=self.metadata,
+            vfio=self.vfio,
         )
+        started = self.clock.monotonic()
+        checkpoint, result = self._run_one(claim, ctx)
+        if self.observer is not None:
+            devices = ctx.entry.devices if ctx.entry is not None else ctx.plans
+            self.observer.prepared(devices, result.error, self.clock.monotonic() - started)
+        return checkpoint, result
+
+    def _run_one(self, claim: ClaimRef, ctx: PrepareContext) -> tuple[Checkpoint, PrepareResult]:
         try:
-            entry = checkpoint.get(claim.uid)
+            entry = ctx.checkpoint.get(claim.uid)
             if entry is None or entry.state != "PrepareCompleted":  # a finished claim needs no read
                 ctx.claim_object = self.api.get(RESOURCE_CLAIMS, claim.name, namespace=claim.namespace)
-            run_steps(PREPARE_STEPS, ctx, self.after_step)
+            hook = self.observer.step_hook(self.after_step) if self.observer else self.after_step
+            run_steps(PREPARE_STEPS, ctx, hook)
         except NotFound:
             return ctx.checkpoint, PrepareResult(
                 error=f"ResourceClaim {claim.namespace}/{claim.name} not found"
             )
-        except (PrepareError, MigError, KubeError, OSError) as error:
+        except (PrepareError, MigError, VfioError, KubeError, OSError) as error:
             log.warning("prepare failed", extra={"claim": claim.uid, "error": str(error)})
             return ctx.checkpoint, PrepareResult(error=str(error))
         except Exception as error:  # e.g. CDI discovery: this claim fails, the others go on
@@ -139,7 +138,7 @@ class PrepareService:
             return ctx.checkpoint, PrepareResult(error=f"{type(error).__name__}: {error}")
         assert ctx.entry is not None
         if not ctx.done:
-            publish_devices(self.api, ctx.entry, now, prepared=True)
+            publish_devices(self.api, ctx.entry, ctx.now, prepared=True)
             log.info(
                 "claim prepared", extra={"claim": claim.uid, "devices": [d.device for d in ctx.entry.devices]}
             )
@@ -151,6 +150,8 @@ class PrepareService:
             self._unprepare(claims, errors)
         except (TimeoutError, OSError) as error:
             log.warning("unprepare call failed", extra={"error": str(error)})
+            if self.observer is not None:
+                self.observer.call_failed("unprepare", error, sum(c.uid not in errors for c in claims))
             for claim in claims:
                 errors.setdefault(claim.uid, f"{type(error).__name__}: {error}")
         return errors
@@ -159,37 +160,47 @@ class PrepareService:
         with self.lock():
             checkpoint = self._load()
             for claim in claims:
+                started = self.clock.monotonic()
                 entry = checkpoint.get(claim.uid)
-                if entry is None:
-                    # Unknown: nothing was prepared here, or it is undone already, or the checkpoint
-                    # was lost; a spec left behind by the latter still goes.
-                    self.cdi.delete_claim(claim.uid)
-                    if self.metadata is not None:
-                        self.metadata.delete_claim(claim.uid)
-                    clear_devices(self.api, claim.namespace, claim.name, claim.uid)
-                    errors[claim.uid] = ""
-                    continue
-                try:
-                    checkpoint = release(
-                        entry,
-                        checkpoint,
-                        self.mig,
-                        self.cdi,
-                        self.store.save,
-                        self.sharing,
-                        metadata=self.metadata,
-                    )
-                except (MigError, SharingError, OSError) as error:
-                    errors[claim.uid] = f"unprepare failed, the kubelet retries: {error}"
-                    continue
-                errors[claim.uid] = ""
-                publish_devices(self.api, entry, rfc3339(self.clock.now()), prepared=False)
-                log.info("claim unprepared", extra={"claim": claim.uid})
+                checkpoint, failure = self._unprepare_one(claim, entry, checkpoint)
+                errors[claim.uid] = f"unprepare failed, the kubelet retries: {failure}" if failure else ""
+                if self.observer is not None:
+                    self.observer.unprepared(entry, failure, self.clock.monotonic() - started)
             self._modes_changed(checkpoint)
+
+    def _unprepare_one(
+        self, claim: ClaimRef, entry: ClaimEntry | None, checkpoint: Checkpoint
+    ) -> tuple[Checkpoint, Exception | None]:
+        if entry is None:
+            # Unknown: nothing was prepared here, or it is undone already, or the checkpoint
+            # was lost; a spec left behind by the latter still goes.
+            self.cdi.delete_claim(claim.uid)
+            if self.metadata is not None:
+                self.metadata.delete_claim(claim.uid)
+            if self.vfio is not None:
+                self.vfio.payloads.delete_claim(claim.uid)
+            clear_devices(self.api, claim.namespace, claim.name, claim.uid)
+            return checkpoint, None
+        try:
+            checkpoint = release(
+                entry,
+                checkpoint,
+                self.mig,
+                self.cdi,
+                self.store.save,
+                self.sharing,
+                metadata=self.metadata,
+                vfio=self.vfio,
+            )
+        except (MigError, SharingError, VfioError, OSError) as error:
+            return checkpoint, error
+        publish_devices(self.api, entry, rfc3339(self.clock.now()), prepared=False)
+        log.info("claim unprepared", extra={"claim": claim.uid})
+        return checkpoint, None
 
     def start(self) -> None:
         """Cleans up after a crash or a reboot: entries of an earlier boot, MIG instances, CDI
-        specs and device metadata files no checkpoint entry owns."""
+        specs, device metadata files and functions left on vfio-pci no checkpoint entry owns."""
         with self.lock():
             decoded = self.store.load()
             checkpoint = decoded.checkpoint
@@ -215,22 +226,7 @@ class PrepareService:
                 )
                 self.store.save(checkpoint)
                 return
-            owned = checkpoint.owned_mig()
-            for card in self._mig_cards():
-                for instance in self.mig.instances(card):
-                    if instance.key not in owned:
-                        log.warning(
-                            "destroying a MIG instance no claim owns",
-                            extra={"card": card, "uuid": instance.uuid},
-                        )
-                        self.mig.destroy_instance(
-                            card, instance.gpu_instance_id, instance.compute_instance_id
-                        )
-            for uid in self.cdi.claims_with_specs() - set(checkpoint.claims):
-                self.cdi.delete_claim(uid)
-            if self.metadata is not None:
-                for uid in self.metadata.claims_with_files() - set(checkpoint.claims):
-                    self.metadata.delete_claim(uid)
+            clean_unowned(checkpoint, self.mig, self.cdi, self.metadata, self._card_addresses(), self.vfio)
             if self.sharing is not None:
                 settle_node(checkpoint, self.sharing, self._card_addresses())
             self.store.save(checkpoint)
@@ -278,15 +274,6 @@ class PrepareService:
             return []
         addresses = [((c.get("status") or {}).get("pciInfo") or {}).get("address") for c in cards]
         return [a for a in addresses if a]
-
-    def _mig_cards(self) -> list[str]:
-        return [a for a in self._card_addresses() if self._safe_mig_enabled(a)]
-
-    def _safe_mig_enabled(self, card: str) -> bool:
-        try:
-            return self.mig.mig_enabled(card)
-        except MigError:
-            return False
 
     def _modes_changed(self, checkpoint: Checkpoint) -> None:
         modes = active_modes(checkpoint)

@@ -7,7 +7,8 @@ The runner runs the steps in order; when one fails it undoes the finished ones i
 crash (no undo runs) leaves a ``PrepareStarted`` entry whose records let the next call roll
 everything back (services/host_release.py), because every host change is saved as it happens
 (DESIGN.md D9). The steps are in services/prepare_steps.py, services/prepare_mig_steps.py,
-services/prepare_sharing_steps.py and services/prepare_metadata_steps.py.
+services/prepare_sharing_steps.py, services/prepare_vfio_steps.py and
+services/prepare_metadata_steps.py.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from typing import Any, Protocol
 
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
+from deckhouse_gpu.domain.prepare.vfio import CardGroup, PodRef
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.device_metadata import DeviceMetadataFiles
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
 from deckhouse_gpu.services.sharing_host import SharingHost
+from deckhouse_gpu.services.vfio_release import VfioSide
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,9 @@ class PrepareContext:
     done: bool = False  # a step found the claim already prepared: the rest is skipped
     sharing: SharingHost | None = None  # None: a node without sharing (a claim asking for it fails)
     metadata: DeviceMetadataFiles | None = None  # None: no device metadata files for containers
+    vfio: VfioSide | None = None  # None: a node without passthrough (a claim asking for it fails)
+    vfio_groups: dict[str, CardGroup] = field(default_factory=dict)  # card -> its group as checked
+    vfio_pod: PodRef | None = None  # the Pod the claim is reserved for (the QEMU hook payload)
 
     def store(self, entry: ClaimEntry) -> None:
         self.entry = entry

@@ -16,10 +16,11 @@ from deckhouse_gpu.services.host_release import release, unowned_at
 from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError
 
 
-def _release_entry(ctx: PrepareContext) -> None:
+def release_entry(ctx: PrepareContext) -> None:
+    """The undo of the steps that change the host: everything the entry records, released."""
     if ctx.entry is not None:
         ctx.checkpoint = release(
-            ctx.entry,
+            ctx.checkpoint.get(ctx.entry.uid) or ctx.entry,
             ctx.checkpoint,
             ctx.mig,
             ctx.cdi,
@@ -27,6 +28,7 @@ def _release_entry(ctx: PrepareContext) -> None:
             ctx.sharing,
             strict=False,
             metadata=ctx.metadata,
+            vfio=ctx.vfio,
         )
         ctx.entry = None
 
@@ -40,6 +42,8 @@ class SwitchMigMode:
 
     def run(self, ctx: PrepareContext) -> None:
         for plan in ctx.plans:
+            if plan.vfio and (group := ctx.vfio_groups.get(plan.card)) is not None and group.prebound:
+                continue  # on vfio-pci already: NVML cannot see it, and the VM's driver sets its mode
             if plan.kind == "Physical" and ctx.mig.mig_enabled(plan.card):
                 self._off(ctx, plan.card)
             elif plan.kind == "MIG" and not ctx.mig.mig_enabled(plan.card):
@@ -77,7 +81,7 @@ class SwitchMigMode:
             raise PrepareError(f"cannot enable MIG mode on card {card}: {error}") from error
 
     def undo(self, ctx: PrepareContext) -> None:
-        _release_entry(ctx)  # gives each card back the mode it had (services/host_release.py)
+        release_entry(ctx)  # gives each card back the mode it had (services/host_release.py)
 
 
 class CreateMig:
@@ -102,4 +106,4 @@ class CreateMig:
             ctx.store(ctx.entry.with_mig(MigRecord.from_instance(instance)))
 
     def undo(self, ctx: PrepareContext) -> None:
-        _release_entry(ctx)
+        release_entry(ctx)

@@ -86,7 +86,8 @@ def _with_sharing(plan: DevicePlan, result: Mapping[str, Any], config: Any, memo
 class CheckConfig:
     """Decodes the driver's opaque config of every device before anything on a card changes (a
     config that slipped past the webhook, which may be skipped, fails here with the same message)
-    and resolves each device's sharing into its plan, limits included."""
+    and resolves each device's sharing into its plan, limits included; a VFIOConfig marks the
+    device for passthrough (services/prepare_vfio_steps.py checks the rest)."""
 
     name = "check-config"
 
@@ -101,12 +102,9 @@ class CheckConfig:
             result = _result(plan, results)
             try:
                 config = device_config(result, allocation, plan.kind)
-                if isinstance(config, VFIOConfig):
-                    raise PrepareError(
-                        f"device {plan.device}: VFIOConfig asks for passthrough to a virtual machine, which "
-                        "this version of the module does not prepare yet; remove the VFIOConfig to use the "
-                        "card in a Pod"
-                    )
+                if isinstance(config, VFIOConfig):  # a whole card for a virtual machine (DESIGN.md D7)
+                    resolved.append(replace(plan, vfio=True))
+                    continue
                 resolved.append(_with_sharing(plan, result, config, _memory_mib(plan, ctx.cards)))
             except (ConfigRefused, SharingRefused) as error:
                 raise PrepareError(f"device {plan.device}: {error}") from error

@@ -7,8 +7,9 @@ The runner (services/prepare_context.py) runs the steps in order; when one fails
 finished ones in reverse. A crash (no undo runs) leaves a ``PrepareStarted`` entry whose records
 let the next call roll everything back (services/host_release.py), because every host change is
 saved as it happens (DESIGN.md D9). The steps that change a card are in
-services/prepare_mig_steps.py, those of sharing in services/prepare_sharing_steps.py, the device
-metadata files in services/prepare_metadata_steps.py.
+services/prepare_mig_steps.py, those of sharing in services/prepare_sharing_steps.py, those of
+passthrough to a virtual machine in services/prepare_vfio_steps.py, the device metadata files in
+services/prepare_metadata_steps.py.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError,
 from deckhouse_gpu.services.prepare_metadata_steps import WriteDeviceMetadata, metadata_edits
 from deckhouse_gpu.services.prepare_mig_steps import CreateMig, SwitchMigMode
 from deckhouse_gpu.services.prepare_sharing_steps import CheckConfig, SetCardSharing, StartMps, mps_edits
+from deckhouse_gpu.services.prepare_vfio_steps import BindVfio, CheckVfio, WriteVfioPayload, vfio_edits
 
 # The runner and its context are re-exported: services/prepare.py takes them from here.
 __all__ = ["PREPARE_STEPS", "PrepareContext", "PrepareError", "Step", "run_steps"]
@@ -53,7 +55,14 @@ class RollBackLeftover:
         if entry is not None and entry.state == "PrepareStarted":
             log.warning("rolling back an interrupted prepare", extra={"claim": ctx.claim.uid})
             ctx.checkpoint = release(
-                entry, ctx.checkpoint, ctx.mig, ctx.cdi, ctx.save, ctx.sharing, metadata=ctx.metadata
+                entry,
+                ctx.checkpoint,
+                ctx.mig,
+                ctx.cdi,
+                ctx.save,
+                ctx.sharing,
+                metadata=ctx.metadata,
+                vfio=ctx.vfio,
             )
 
     def undo(self, ctx: PrepareContext) -> None:
@@ -113,8 +122,8 @@ class WriteCdi:
 
     def run(self, ctx: PrepareContext) -> None:
         assert ctx.entry is not None
-        # Each device's own edits: its MPS client setup and the mount of its metadata file.
-        edits = merge_device_edits(mps_edits(ctx), metadata_edits(ctx))
+        # Each device's own edits: its MPS client setup, the mount of its metadata file, its VFIO nodes.
+        edits = merge_device_edits(mps_edits(ctx), metadata_edits(ctx), vfio_edits(ctx))
         ids = ctx.cdi.write_claim(ctx.claim.uid, ctx.plans, ctx.entry.mig, edits)
         ctx.entry = ctx.entry.completed(ids, ctx.now).with_state(
             "PrepareStarted"
@@ -141,12 +150,15 @@ PREPARE_STEPS: tuple[Step, ...] = (
     Plan(),
     CheckConfig(),
     Guard(),
+    CheckVfio(),
     MarkStarted(),
     SwitchMigMode(),
     CreateMig(),
+    BindVfio(),
     SetCardSharing(),
     StartMps(),
     WriteDeviceMetadata(),
+    WriteVfioPayload(),
     WriteCdi(),
     MarkCompleted(),
 )

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from deckhouse_gpu.domain.offers.card_offers import card_offers, eligible
+from deckhouse_gpu.domain.offers.model import CardOffers
 from deckhouse_gpu.domain.offers.slice_layout import render
+from deckhouse_gpu.domain.offers.vfio_offers import offered
 from deckhouse_gpu.services.slice_publisher import node_policy
 
 
@@ -21,13 +22,14 @@ def render_nodes(
     consumable: bool,
 ) -> list[dict[str, Any]]:
     """Every node's pool at generation 1, nodes in name order; cards that may not be offered are left out."""
-    by_node: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    policy = node_policy({"metadata": {"labels": node_labels}}, partitionable, consumable)
+    by_node: dict[str, list[CardOffers]] = defaultdict(list)
     for card in cards:
         node = ((card.get("status") or {}).get("nodeInfo") or {}).get("nodeName")
-        if node and eligible(card):
-            by_node[node].append(card)
-    policy = node_policy({"metadata": {"labels": node_labels}}, partitionable, consumable)
+        # Nothing is prepared offline: a card on vfio-pci is an administrator's (VFIO claims only).
+        if node and (offers := offered(card, policy)) is not None:
+            by_node[node].append(offers)
     slices: list[dict[str, Any]] = []
-    for node, node_cards in sorted(by_node.items()):
-        slices += render(node, [card_offers(card, policy) for card in node_cards], minor, 1, None)
+    for node, node_offers in sorted(by_node.items()):
+        slices += render(node, node_offers, minor, 1, None)
     return slices

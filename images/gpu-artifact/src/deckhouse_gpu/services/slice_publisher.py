@@ -22,7 +22,7 @@ from typing import Any, Literal
 from deckhouse_gpu.domain.apimachinery.merge_patch import create_patch
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.physicalgpu import GROUP
-from deckhouse_gpu.domain.offers.card_offers import ActiveMode, card_offers, eligible
+from deckhouse_gpu.domain.offers.card_offers import ActiveMode
 from deckhouse_gpu.domain.offers.dropped_fields import (
     CONSUMABLE,
     PARTITIONABLE,
@@ -31,6 +31,7 @@ from deckhouse_gpu.domain.offers.dropped_fields import (
 from deckhouse_gpu.domain.offers.model import DRIVER, OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import layout, slice_manifest
 from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.domain.offers.vfio_offers import offered
 from deckhouse_gpu.ports.kube import RESOURCE_SLICES, KubeAPI, Object
 from deckhouse_gpu.services.events import EventRecorder
 
@@ -124,11 +125,11 @@ class SlicePublisher:
         report: PublishReport,
     ) -> None:
         policy = node_policy(node, self.features[PARTITIONABLE], self.features[CONSUMABLE])
-        offers = [
-            card_offers(card, policy, active.get(card["status"]["pciInfo"]["address"]))
-            for card in cards
-            if eligible(card)
-        ]
+        # Cards NVML does not serve offer too while a VFIO claim holds them, or when an
+        # administrator bound them to vfio-pci (domain/offers/vfio_offers.py, DESIGN.md D7).
+        addresses = [((card.get("status") or {}).get("pciInfo") or {}).get("address") for card in cards]
+        found = [offered(card, policy, active.get(str(a))) for card, a in zip(cards, addresses, strict=True)]
+        offers = [card_offers for card_offers in found if card_offers is not None]
         contents = layout(self.node_name, offers, self.minor())
         owner = _owner(node)
         stored = {

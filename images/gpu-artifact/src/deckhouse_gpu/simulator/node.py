@@ -39,6 +39,7 @@ from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePubli
 from deckhouse_gpu.services.trigger_loop import TriggerLoop
 from deckhouse_gpu.simulator.prepare import prepare_service
 from deckhouse_gpu.simulator.sharing import card_appeared, sharing_host
+from deckhouse_gpu.simulator.vfio import build_iommu, vfio_side
 
 VALIDATOR_NAMESPACE = "d8-gpu"
 VALIDATOR_LABELS = {"app": "nvidia-driver-validator"}
@@ -87,13 +88,22 @@ class SimulatedNode:
             card_appeared(self.settings, address)
         self.agent().notify_udev("bind", address)
 
+    def kernel_event(self, action: str, address: str) -> None:
+        """A uevent of the simulated kernel (a driver moved by VFIO prepare): the agent sees it, and
+        a card back on nvidia starts at the driver's defaults."""
+        if action == "bind" and address in self.nvml.device_addresses():
+            card_appeared(self.settings, address)
+        self.agent().notify_udev(action, address)
+
 
 def build_node(spec: SimNode, builder: HostBuilder) -> SimulatedNode:
     builder.standard_node(bare_metal=spec.machine == "bare-metal").install_nvidia_driver()
     if spec.machine == "no-dmi":
         builder.set_dmi(None, None)
     builder.add_other_devices(spec.other_devices)
-    for gpu in spec.gpus:
+    if spec.iommu:
+        build_iommu(spec, builder)  # every card in an IOMMU group of its own, vfio-pci loaded
+    for gpu in spec.gpus if not spec.iommu else ():
         builder.add_gpu(gpu.model, gpu.address, gpu.driver)
     nvidia_bound = {gpu.address: gpu.model for gpu in spec.gpus if gpu.driver == "nvidia"}
     return SimulatedNode(
@@ -105,8 +115,12 @@ def build_node(spec: SimNode, builder: HostBuilder) -> SimulatedNode:
     )
 
 
-def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: SimSettings) -> None:
+def start_components(
+    node: SimulatedNode, api: KubeAPI, clock: Clock, settings: SimSettings, handler_api: KubeAPI | None = None
+) -> None:
+    """gpu-node-agent talks to ``api``, gpu-handler to ``handler_api`` (the same one by default)."""
     name = node.spec.name
+    hapi = handler_api or api
     agent = NodeAgentLoop(
         InventorySync(
             api, SysfsHost(node.builder.root), name, EventRecorder(api, "gpu-node-agent", name, clock)
@@ -116,9 +130,9 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
         LoopSettings(),
     )
     health = HealthSettings(settings.health_grace_seconds, (max(settings.heartbeat_seconds / 2, 0.1),))
-    handler_events = EventRecorder(api, "gpu-handler", name, clock)
-    capabilities = CapabilitiesPass(api, node.nvml, name, handler_events, clock, health)
-    publisher = SlicePublisher(api, name, handler_events, PublisherSettings())
+    handler_events = EventRecorder(hapi, "gpu-handler", name, clock)
+    capabilities = CapabilitiesPass(hapi, node.nvml, name, handler_events, clock, health)
+    publisher = SlicePublisher(hapi, name, handler_events, PublisherSettings())
     node.device_health = DeviceHealthBoard(name)
     handler = HandlerLoop(
         capabilities,
@@ -129,8 +143,9 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
         device_health=node.device_health,
     )
     node.prepare = prepare_service(
-        api, name, node.builder.root, node.nvml, clock,
-        offers=handler, sharing=sharing_host(api, name, node.builder.root, node.settings),
+        hapi, name, node.builder.root, node.nvml, clock,
+        offers=handler, sharing=sharing_host(hapi, name, node.builder.root, node.settings),
+        vfio=vfio_side(hapi, name, node.builder.root, node.nvml, clock, node.kernel_event),
     )  # fmt: skip
     node.prepare.start()
     node.loops = [agent, handler]
@@ -139,8 +154,8 @@ def start_components(node: SimulatedNode, api: KubeAPI, clock: Clock, settings: 
             target=loop.run, args=(node.stop,), name=f"{type(loop).__name__}-{name}", daemon=True
         ).start()
     start_deletion_watch(api, PHYSICAL_GPUS, node_selector(name), agent.notify_deleted, node.stop)
-    start_watch(api, PHYSICAL_GPUS, node_selector(name), handler.on_change, node.stop)
-    start_watch(api, NODES, None, handler.on_node_change, node.stop, field_selector=f"metadata.name={name}")
+    start_watch(hapi, PHYSICAL_GPUS, node_selector(name), handler.on_change, node.stop)
+    start_watch(hapi, NODES, None, handler.on_node_change, node.stop, field_selector=f"metadata.name={name}")
 
 
 def set_validator(api: KubeAPI, node: str, state: str) -> None:

@@ -25,9 +25,10 @@ from deckhouse_gpu.domain.offers.model import DRIVER
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
-from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeAPI
+from deckhouse_gpu.ports.kube import PODS, RESOURCE_CLAIMS, KubeAPI
 from deckhouse_gpu.services.prepare import OfferFollower, PrepareService
 from deckhouse_gpu.services.sharing_host import SharingHost
+from deckhouse_gpu.services.vfio_release import VfioSide
 
 CLAIM_NAMESPACE = "demo"
 HOOK = "/usr/bin/nvidia-cdi-hook"
@@ -39,7 +40,7 @@ SHARE_IDS = uuid.uuid5(uuid.NAMESPACE_URL, "https://deckhouse.io/modules/gpu/sim
 
 def prepare_service(
     api: KubeAPI, node: str, root: Path, nvml: SimulatedNVML, clock: Clock,
-    offers: OfferFollower, sharing: SharingHost,
+    offers: OfferFollower, sharing: SharingHost, vfio: VfioSide | None = None,
 ) -> PrepareService:  # fmt: skip
     plugin_dir = root / "var/lib/kubelet/plugins" / DRIVER
     discovery = CdiDiscovery(MountedDriverRoot(root), root, "/")
@@ -55,6 +56,7 @@ def prepare_service(
         sharing=sharing,
         # KEP-5304 files under the simulated plugin directory, mounted from the host's path.
         metadata=FileDeviceMetadata(plugin_dir, f"/var/lib/kubelet/plugins/{DRIVER}"),
+        vfio=vfio,
     )
 
 
@@ -65,12 +67,14 @@ def allocate(
     devices: list[str],
     share_percent: float | None = None,
     config: dict[str, Any] | None = None,
+    pod: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A ResourceClaim with the allocation the kube-scheduler would write for these devices.
 
     ``share_percent``: each device is a share of its card that consumed this much (a shareID and
     ``consumedCapacity.sharePercent`` in its result); ``config``: the claim's opaque parameters
-    (a GPUConfig), which the scheduler copies into the allocation for the driver."""
+    (a GPUConfig, or another kind it names), which the scheduler copies into the allocation for the
+    driver; ``pod``: the Pod (name, annotations) the scheduler reserved the claim for."""
     exactly: dict[str, Any] = {"deviceClassName": DEVICE_CLASS, "count": len(devices)}
     if share_percent is not None:
         exactly["capacity"] = {"requests": {"sharePercent": f"{share_percent:g}"}}
@@ -87,7 +91,9 @@ def allocate(
     allocated: dict[str, Any] = {"results": results}
     if config is not None:
         allocated["config"] = [{"source": "FromClaim", "requests": [REQUEST], "opaque": _opaque(config)}]
-    status = {"allocation": {"devices": allocated, "nodeSelector": selector}}
+    status: dict[str, Any] = {"allocation": {"devices": allocated, "nodeSelector": selector}}
+    if pod is not None:
+        status["reservedFor"] = [_reserving_pod(api, node, pod)]
     return api.patch(
         RESOURCE_CLAIMS, name, {"status": status}, subresource="status", namespace=CLAIM_NAMESPACE
     )
@@ -100,6 +106,17 @@ def _result(node: str, claim: str, device: str, share_percent: float | None) -> 
         result["shareID"] = str(uuid.uuid5(SHARE_IDS, f"{CLAIM_NAMESPACE}/{claim}/{device}"))
         result["consumedCapacity"] = {"sharePercent": f"{share_percent:g}"}
     return result
+
+
+def _reserving_pod(api: KubeAPI, node: str, pod: dict[str, Any]) -> dict[str, Any]:
+    """The Pod created as the user (or KubeVirt, for a VM) made it, bound to the node."""
+    meta = {
+        "name": pod["name"],
+        "namespace": CLAIM_NAMESPACE,
+        "annotations": dict(pod.get("annotations") or {}),
+    }
+    created = api.create(PODS, {"metadata": meta, "spec": {"nodeName": node}})
+    return {"resource": "pods", "name": pod["name"], "uid": created["metadata"]["uid"]}
 
 
 def _opaque(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -131,7 +148,10 @@ def describe_prepare(result: PrepareResult, cdi_root: Path, uid: str) -> list[st
                 lines.append(
                     f"  CDI device {device['name']}: mount {mount['hostPath']} -> {mount['containerPath']}"
                 )
-        common = spec.get("containerEdits", {})
+        common = spec.get("containerEdits")
+        if common is None:  # every device goes to a virtual machine: nothing of the nvidia driver
+            lines.append("  CDI common edits: none (no driver mounts, hooks or env)")
+            return lines
         lines.append(
             f"  CDI common edits: {len(common.get('mounts', []))} driver mounts, "
             f"{len(common.get('hooks', []))} hooks, env {', '.join(common.get('env', []))}"

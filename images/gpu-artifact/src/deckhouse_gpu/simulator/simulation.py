@@ -30,6 +30,8 @@ from deckhouse_gpu.simulator.allocation import pod_on_node
 from deckhouse_gpu.simulator.node import SimulatedNode, build_node, set_validator, start_components
 from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE, allocate, claim_ref, describe_prepare
 from deckhouse_gpu.simulator.sharing import cards_of_claim, describe_cards
+from deckhouse_gpu.simulator.vfio import describe_cards as vfio_cards
+from deckhouse_gpu.simulator.vfio import describe_payload
 
 SETTLE_TIMEOUT = 60.0  # only a stuck world waits this long; a loaded CI machine can take over 15 s
 QUIET_SECONDS = 0.3  # no API write and every loop idle for this long: the world has settled
@@ -104,6 +106,10 @@ class SimulatedCluster:
             self.report = self._kubelet(kind, node, args)
         elif kind == "podOnNode":
             self.report = pod_on_node(self.api, node.spec.name, args)
+        elif kind == "setBusy":
+            pids = tuple(int(pid) for pid in args.get("pids") or [])
+            node.nvml.set_busy(address, bool(pids), pids)
+            self.report = [f"  processes on {address}: {', '.join(map(str, pids)) or 'none'} (nvidia-smi)"]
         elif kind == "labelNode":
             labels = {
                 str(key): (None if value is None else str(value)) for key, value in args["labels"].items()
@@ -131,6 +137,7 @@ class SimulatedCluster:
                     [str(device) for device in args["devices"]],
                     share_percent=None if percent is None else float(percent),
                     config=config,
+                    pod=args.get("pod"),
                 )
             try:
                 ref = claim_ref(self.api, name)
@@ -145,6 +152,15 @@ class SimulatedCluster:
         # What nvidia-smi and kubectl would show of the claim's cards now: compute mode,
         # time-slice and MPS daemon, set (or given back) by the step.
         claim = self.api.get(RESOURCE_CLAIMS, name, namespace=CLAIM_NAMESPACE)
+        if node.spec.iommu:  # where the cards' functions are now, once the node agent followed them
+            self.settle()
+            cards = cards_of_claim(claim, node.models)
+            root = node.builder.root
+            return [
+                *lines,
+                *vfio_cards(self.api, node.spec.name, root, cards),
+                *describe_payload(root, ref.uid),
+            ]
         cards = cards_of_claim(claim, node.settings.modes)  # the NVML library may be broken now
         return lines + describe_cards(self.api, node.spec.name, node.settings, cards)
 

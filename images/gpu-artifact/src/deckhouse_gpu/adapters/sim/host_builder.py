@@ -50,6 +50,7 @@ class HostBuilder:
             "subsystem_vendor": f"0x{model.subsystem_vendor_id}",
             "subsystem_device": f"0x{model.subsystem_device_id}",
             "numa_node": str(numa_node),
+            "driver_override": "(null)",  # as the kernel shows an unset override
         }
         for name, content in files.items():
             (directory / name).write_text(content + "\n")
@@ -61,7 +62,15 @@ class HostBuilder:
             group = self.sys / "kernel/iommu_groups" / str(iommu_group)
             (group / "devices").mkdir(parents=True, exist_ok=True)
             self._relink(directory / "iommu_group", group)
+            self._relink(group / "devices" / address, directory)  # as the kernel lists the members
         return directory
+
+    def load_driver(self, name: str) -> HostBuilder:
+        """A driver module loaded without a device yet (vfio-pci: also its container node)."""
+        (self.sys / "bus/pci/drivers" / name).mkdir(parents=True, exist_ok=True)
+        if name == "vfio-pci":
+            driver_tree.write(self.root / "dev/vfio/vfio")
+        return self
 
     def add_gpu(
         self, model_key: str, address: str, driver: str | None = "nvidia", iommu_group: int | None = None
@@ -100,6 +109,9 @@ class HostBuilder:
         self._relink(link, target)
 
     def remove_device(self, address: str) -> None:
+        group = self.device_dir(address) / "iommu_group"
+        if group.is_symlink():
+            (group.resolve() / "devices" / address).unlink(missing_ok=True)
         (self.bus_devices / address).unlink(missing_ok=True)
         shutil.rmtree(self.device_dir(address), ignore_errors=True)
 

@@ -29,6 +29,7 @@ STEP_KINDS = (
     "setValidator",
     "labelNode",
     "podOnNode",
+    "setBusy",
     "prepareClaim",
     "unprepareClaim",
     "wait",
@@ -44,6 +45,7 @@ class SimGPU:
     model: str
     address: str
     driver: str | None = "nvidia"
+    audio: bool = False  # an HD audio function beside it (function 1), in its IOMMU group
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class SimNode:
     gpus: list[SimGPU] = field(default_factory=list)
     other_devices: int = 24
     validator: str = "ready"  # the driver validator pod on this node (nodes with GPUs only)
+    iommu: bool = False  # IOMMU on (a group per card) and vfio-pci loaded: passthrough can work
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,9 @@ def _node(scenario: str, index: int, raw: Any) -> SimNode:
     validator = raw.get("validator", "ready")
     if validator not in VALIDATOR_STATES:
         raise ScenarioError(f"{where}: validator must be one of {', '.join(VALIDATOR_STATES)}")
-    return SimNode(raw["name"], machine, gpus, int(raw.get("otherDevices", 24)), validator)
+    return SimNode(
+        raw["name"], machine, gpus, int(raw.get("otherDevices", 24)), validator, raw.get("iommu") is True
+    )
 
 
 def _gpu(where: str, raw: Any) -> SimGPU:
@@ -146,7 +151,7 @@ def _gpu(where: str, raw: Any) -> SimGPU:
         raise ScenarioError(f"{where}: unknown model {model!r}; known: {', '.join(GPU_MODELS)}")
     if not is_pci_address(address):
         raise ScenarioError(f"{where}: {address!r} is not a PCI address like 0000:17:00.0")
-    return SimGPU(model, address, raw.get("driver", "nvidia"))
+    return SimGPU(model, address, raw.get("driver", "nvidia"), raw.get("audio") is True)
 
 
 def _step(scenario: str, index: int, raw: Any) -> Step:
@@ -167,6 +172,9 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
         raise ScenarioError(f"{where}: {step.kind} needs the claim's name")
     if step.kind == "prepareClaim":
         _check_share(where, step.args)
+        _check_pod(where, step.args)
+    if step.kind == "setBusy" and not all(isinstance(pid, int) for pid in step.args.get("pids") or []):
+        raise ScenarioError(f"{where}: setBusy.pids is a list of process IDs (empty: the card is idle)")
     if step.kind == "podOnNode" and not (
         isinstance(step.args.get("name"), str) and isinstance(step.args.get("deviceClass"), str)
     ):
@@ -190,3 +198,14 @@ def _check_share(where: str, args: dict[str, Any]) -> None:
         raise ScenarioError(f"{where}: prepareClaim.sharePercent is a number above 0 and up to 100")
     if config is not None and not isinstance(config, dict):
         raise ScenarioError(f"{where}: prepareClaim.config is the opaque parameters (a GPUConfig mapping)")
+
+
+def _check_pod(where: str, args: dict[str, Any]) -> None:
+    """The Pod the claim is reserved for: a name and its annotations (``gpu.deckhouse.io/vfio``)."""
+    pod = args.get("pod")
+    if pod is None:
+        return
+    if not isinstance(pod, dict) or not isinstance(pod.get("name"), str):
+        raise ScenarioError(f"{where}: prepareClaim.pod needs the Pod's name (and optional annotations)")
+    if not isinstance(pod.get("annotations") or {}, dict):
+        raise ScenarioError(f"{where}: prepareClaim.pod.annotations is a mapping")

@@ -25,6 +25,7 @@ from deckhouse_gpu.ports.nvml import NVMLDeviceNotFound, NVMLQueryFailed, NVMLUn
 
 DEFAULT_DRIVER = "580.82.07"
 DEFAULT_CUDA = "13.0"
+SIM_PID = 4242  # the process a card is busy with when no PID is given
 LIBRARY_MISSING = "libnvidia-ml.so.1: cannot open shared object file: No such file or directory"
 
 
@@ -74,6 +75,7 @@ class CardState:
     mig_current: bool
     mig_pending: bool
     busy: bool = False  # processes run on the card
+    pids: tuple[int, ...] = ()  # theirs, as nvmlDeviceGetComputeRunningProcesses lists them
     mig_instances: list[MigInstance] = field(default_factory=list)
     mig_created: int = 0  # instances ever created here, so a re-created one gets a new MIG UUID
 
@@ -157,10 +159,16 @@ class SimulatedNVML:
             card.mig_current = card.mig_pending
             card.mig_instances.clear()
 
-    def set_busy(self, address: str, busy: bool = True) -> None:
+    def set_busy(self, address: str, busy: bool = True, pids: tuple[int, ...] = ()) -> None:
         """Processes run on the card (or no longer do): a MIG mode change then waits for a reset."""
         with self._lock:
-            self._card(address).busy = busy
+            card = self._card(address)
+            card.busy, card.pids = busy, (pids or (SIM_PID,)) if busy else ()
+
+    def processes(self, address: str) -> tuple[int, ...]:
+        """The PIDs of the processes on the card; fails as snapshot() does."""
+        with self.card_state(address) as card:
+            return card.pids
 
     @contextmanager
     def card_state(self, address: str) -> Iterator[CardState]:

@@ -53,9 +53,11 @@ def device_config(
     """The config gpu-handler applies to one allocated device (docs/CLAIM_CONFIG.md).
 
     Every applicable entry must decode; of those, the last one for the device's type wins (the
-    claim's come after the class's). A VFIO config on a share cannot be honoured.
+    claim's come after the class's). A VFIO config on a share cannot be honoured, nor one that is
+    all a MIG instance gets.
     """
     chosen: GPUConfig | MIGConfig | VFIOConfig | None = None
+    passthrough = False
     for index, parameters in _entries(result, allocation):
         try:
             config = decode(parameters)
@@ -63,6 +65,14 @@ def device_config(
             raise ConfigRefused(f"allocation config[{index}]: {error}") from error
         if config_device_type(config) == device_type:
             chosen = config
+        passthrough = passthrough or isinstance(config, VFIOConfig)
+    if device_type == "MIG" and passthrough and chosen is None:
+        # Only a VFIOConfig applies: the request wanted a card for a VM and got a MIG instance.
+        raise ConfigRefused(
+            "VFIOConfig asks for a whole card for a virtual machine, but this device is a MIG instance: "
+            "passthrough gives whole cards only; select whole cards (deviceType Physical) in the class "
+            "of the request, or give the request a MIGConfig for the MIG instances it may get"
+        )
     if isinstance(chosen, VFIOConfig) and result.get("shareID"):
         raise ConfigRefused(
             "VFIOConfig needs a whole card of its own, but this device is a share of a card: use a "

@@ -51,11 +51,15 @@ class Quantity:
         if match is None:
             raise QuantityError(f"{text!r} is not a Kubernetes quantity")
         sign, number, suffix = match[1], match[2], match[3] or ""
-        value = Fraction(number)
+        scientific = suffix not in _BINARY and suffix not in _DECIMAL and suffix != ""  # e3, E-2
+        try:
+            value = Fraction(number)
+            exponent = int(suffix[1:]) if scientific else 0
+        except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits())
+            raise QuantityError(f"{text[:40]!r}...: too many digits") from None
         if suffix in _BINARY:
             value *= 2 ** _BINARY[suffix]
-        elif suffix[:1] in ("e", "E"):
-            exponent = int(suffix[1:])
+        elif scientific:
             if abs(exponent) > _MAX_EXPONENT:
                 raise QuantityError(f"{text!r}: exponent beyond ±{_MAX_EXPONENT}")
             value *= Fraction(10) ** exponent

@@ -10,10 +10,11 @@ from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint
 
 
 def active_modes(checkpoint: Checkpoint) -> dict[str, ActiveMode]:
-    """PCI address -> "MIG" or "Physical" for every card something is prepared on (or half-prepared:
-    until a leftover is rolled back, its card must not be offered the other way)."""
+    """PCI address -> "MIG", "Physical" or "VFIO" (a whole card for a virtual machine, DESIGN.md D7)
+    for every card something is prepared on (or half-prepared: until a leftover is rolled back, its
+    card must not be offered the other way)."""
     modes: dict[str, ActiveMode] = {}
     for entry in checkpoint.claims.values():
         for device in entry.devices:
-            modes[device.card] = "MIG" if device.kind == "MIG" else "Physical"
+            modes[device.card] = "MIG" if device.kind == "MIG" else "VFIO" if device.vfio else "Physical"
     return modes

@@ -32,7 +32,8 @@ from deckhouse_gpu.domain.offers.model import (
     physical_name,
 )
 
-ActiveMode = Literal["Physical", "MIG"] | None
+# "VFIO": a whole card passed to a virtual machine (DESIGN.md D7); it keeps its Physical offer only.
+ActiveMode = Literal["Physical", "MIG", "VFIO"] | None
 MAX_ATTRIBUTE_BYTES = 64
 
 
@@ -167,7 +168,7 @@ def card_offers(card: dict[str, Any], policy: OfferPolicy, active: ActiveMode = 
     offers: list[Offer] = []
     if active != MIG:
         offers.append(_physical_offer(card, counters, shared, common))
-    if counters is not None and active != PHYSICAL:
+    if counters is not None and active not in (PHYSICAL, "VFIO"):
         offers.extend(_mig_offers(card, counters, common))
     used = counters if any(offer.consumes for offer in offers) else None
     return CardOffers(address, used, sorted(offers, key=lambda offer: offer.name))

@@ -23,6 +23,10 @@ one container would each set it and the last one would hide the other.
 Files are found by the handler under the driver root mount (``/driver-root``); workloads see
 them at the same place inside the root, and the runtime reads them on the host under
 HOST_DRIVER_ROOT (``/run/nvidia/driver``), so each mount's hostPath is rewritten to that.
+
+A card passed to a virtual machine (VFIO, DESIGN.md D7) is none of that: the VM's own driver uses
+it, so its device gets no /dev/nvidiaN, only what its extra edits bring (the VFIO nodes); and a
+claim whose devices all go to a VM gets no driver files, hooks or NVIDIA_VISIBLE_DEVICES at all.
 """
 
 from __future__ import annotations
@@ -91,7 +95,7 @@ class MigCaps:
 @dataclass(frozen=True)
 class ClaimDevice:
     name: str  # the allocated device's name in the ResourceSlice
-    card: CardNode
+    card: CardNode | None  # None: a card on vfio-pci, whose nodes are all in ``extra_edits``
     mig: MigCaps | None = None
     # Edits of this device only, beside its nodes: an MPS client's pipe directory, env and limits.
     extra_edits: Mapping[str, Any] | None = None
@@ -212,7 +216,9 @@ def merge_device_edits(*sources: Mapping[str, Mapping[str, Any]]) -> dict[str, d
 
 
 def _spec(devices: list[dict[str, Any]], edits: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = {"cdiVersion": "", "kind": KIND, "devices": devices, "containerEdits": edits}
+    spec: dict[str, Any] = {"cdiVersion": "", "kind": KIND, "devices": devices}
+    if edits:
+        spec["containerEdits"] = edits
     spec["cdiVersion"] = required_version(spec)  # the lowest that covers it: runtimes lag behind
     return spec
 
@@ -228,15 +234,22 @@ def base_spec(files: DriverFiles, cards: Sequence[CardNode]) -> dict[str, Any] |
     return _spec(devices, common_edits(files))
 
 
-def claim_spec(files: DriverFiles, claim_uid: str, devices: Sequence[ClaimDevice]) -> dict[str, Any]:
-    """The transient spec of one claim; its device ids are ``qualified_id(claim_device_name(...))``."""
+def claim_spec(files: DriverFiles | None, claim_uid: str, devices: Sequence[ClaimDevice]) -> dict[str, Any]:
+    """The transient spec of one claim; its device ids are ``qualified_id(claim_device_name(...))``.
+    ``files`` is needed, and used, only when a device is used through the nvidia driver."""
     if not devices:
         raise ValueError(f"claim {claim_uid}: a CDI spec needs at least one device")
-    entries = [
-        {
-            "name": claim_device_name(claim_uid, device.name),
-            "containerEdits": {**card_edits(device.card, device.mig), **(device.extra_edits or {})},
-        }
-        for device in devices
-    ]
+    entries = []
+    for device in devices:
+        own = card_edits(device.card, device.mig) if device.card is not None else {}
+        entries.append(
+            {
+                "name": claim_device_name(claim_uid, device.name),
+                "containerEdits": merge_device_edits({"": own}, {"": device.extra_edits or {}}).get("", {}),
+            }
+        )
+    if not any(device.card is not None for device in devices):
+        return _spec(entries, {})
+    if files is None:
+        raise ValueError(f"claim {claim_uid}: the driver's files are needed for its nvidia devices")
     return _spec(entries, common_edits(files))

@@ -7,7 +7,8 @@ Two-phase (DESIGN.md D9): an entry is written ``PrepareStarted`` before the host
 and ``PrepareCompleted`` after, so a crash in between leaves a record of what may be half done.
 MIG records are added one at a time as the instances are created, so a rollback knows exactly
 what to destroy; a switch of a card's MIG mode, either way, is recorded before it is made, so a
-rollback knows which mode to give back. The file carries the node's boot ID: MIG instances go
+rollback knows which mode to give back; a PCI function moved to vfio-pci is recorded with the
+driver it had before it is moved (DESIGN.md D7). The file carries the node's boot ID: MIG instances go
 with the driver at a reboot and CDI specs under /var/run with the tmpfs, so entries from another
 boot are not prepared any more and are handed back separately for the leftovers that do survive
 (a CDI spec under /etc/cdi, a card's MIG mode). Pure: bytes in, bytes out; timestamps come from
@@ -22,8 +23,30 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.prepare.checkpoint_fields import (
+    CorruptCheckpoint,
+    Fields,
+    as_object,
+    flat_json,
+    flat_values,
+    get,
+    one_of,
+    strings,
+)
 from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
 from deckhouse_gpu.domain.prepare.plan import KINDS, DevicePlan
+from deckhouse_gpu.domain.prepare.vfio import VfioRecord
+
+__all__ = [
+    "STATES",
+    "VERSION",
+    "Checkpoint",
+    "ClaimEntry",
+    "CorruptCheckpoint",
+    "Decoded",
+    "decode",
+    "encode",
+]
 
 VERSION = 1
 CHECKSUM_PREFIX = "sha256:"
@@ -31,14 +54,6 @@ CHECKSUM_PREFIX = "sha256:"
 type State = Literal["PrepareStarted", "PrepareCompleted"]
 STATES: tuple[State, ...] = ("PrepareStarted", "PrepareCompleted")
 SHARING_STRATEGIES = ("TimeSlicing", "MPS")
-
-
-class CorruptCheckpoint(ValueError):
-    """The bytes are not a checkpoint this reader can trust; ``reason`` says what is wrong where."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,7 @@ class ClaimEntry:
     mig_disabled_cards: tuple[str, ...] = ()  # cards in MIG mode this claim switched off (whole cards)
     cdi_device_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)  # device -> CDI ids
     updated: str = ""  # RFC 3339, for people reading the file
+    vfio: tuple[VfioRecord, ...] = ()  # functions this claim moved to vfio-pci, in the order moved
 
     def with_state(self, state: State, updated: str | None = None) -> ClaimEntry:
         return replace(self, state=state, updated=self.updated if updated is None else updated)
@@ -69,6 +85,16 @@ class ClaimEntry:
     def without_mig(self, key: tuple[str, int, int]) -> ClaimEntry:
         """Drops an instance once destroyed, so a rollback interrupted halfway resumes where it was."""
         return replace(self, mig=tuple(record for record in self.mig if record.key != key))
+
+    def with_vfio(self, record: VfioRecord) -> ClaimEntry:
+        """Adds a function about to be moved; one already recorded keeps its first (original) driver."""
+        if any(existing.function == record.function for existing in self.vfio):
+            return self
+        return replace(self, vfio=(*self.vfio, record))
+
+    def without_vfio(self, function: str) -> ClaimEntry:
+        """Drops a function once it is back on its driver, so a rollback resumes where it stopped."""
+        return replace(self, vfio=tuple(record for record in self.vfio if record.function != function))
 
     def with_mig_enabled(self, card: str) -> ClaimEntry:
         if card in self.mig_enabled_cards:
@@ -102,6 +128,10 @@ class Checkpoint:
         """(card, GI, CI) of every instance some entry owns, half-prepared ones included."""
         return {record.key for entry in self.claims.values() for record in entry.mig}
 
+    def owned_vfio(self) -> set[str]:
+        """PCI functions some entry moved to vfio-pci (and has not given back yet)."""
+        return {record.function for entry in self.claims.values() for record in entry.vfio}
+
 
 @dataclass(frozen=True)
 class Decoded:
@@ -132,18 +162,18 @@ def decode(data: bytes, boot_id: str) -> Decoded:
         raise CorruptCheckpoint(f"not JSON: {error}") from None
     if not isinstance(document, dict):
         raise CorruptCheckpoint(f"expected a JSON object at the top, got {type(document).__name__}")
-    version = _get(document, "version", "", int)
+    version = get(document, "version", "", int)
     if version != VERSION:  # checked first: a newer version may hash differently
         raise CorruptCheckpoint(f"unknown version {version} (this reader knows {VERSION})")
-    stated = _get(document, "checksum", "", str)
+    stated = get(document, "checksum", "", str)
     if not stated.startswith(CHECKSUM_PREFIX):
         raise CorruptCheckpoint(f"checksum: unsupported algorithm in {stated!r}")
     actual = checksum(document)
     if stated != actual:
         raise CorruptCheckpoint(f"checksum mismatch: the file says {stated}, its content hashes to {actual}")
-    written_boot = _get(document, "bootID", "", str)
+    written_boot = get(document, "bootID", "", str)
     claims: dict[str, ClaimEntry] = {}
-    for uid, raw in _get(document, "claims", "", dict).items():
+    for uid, raw in get(document, "claims", "", dict).items():
         entry = _entry(raw, f"claims.{uid}")
         if entry.uid != uid:
             raise CorruptCheckpoint(f"claims.{uid}: the entry's uid is {entry.uid!r}")
@@ -153,8 +183,7 @@ def decode(data: bytes, boot_id: str) -> Decoded:
     return Decoded(Checkpoint(boot_id, claims))
 
 
-# Python field -> (JSON key, type, required); keys are camelCase with "ID" as Kubernetes writes it.
-_DEVICE_FIELDS: dict[str, tuple[str, type, bool]] = {
+_DEVICE_FIELDS: Fields = {
     "request": ("request", str, True),
     "pool": ("pool", str, True),
     "device": ("device", str, True),
@@ -169,8 +198,9 @@ _DEVICE_FIELDS: dict[str, tuple[str, type, bool]] = {
     "time_slice": ("timeSlice", str, False),
     "mps_threads": ("mpsThreadPercentage", int, False),
     "mps_memory_mib": ("mpsMemoryLimitMiB", int, False),
+    "vfio": ("vfio", bool, False),
 }
-_MIG_FIELDS: dict[str, tuple[str, type, bool]] = {
+_MIG_FIELDS: Fields = {
     "card": ("card", str, True),
     "gpu_instance_id": ("gpuInstanceID", int, True),
     "compute_instance_id": ("computeInstanceID", int, True),
@@ -179,7 +209,13 @@ _MIG_FIELDS: dict[str, tuple[str, type, bool]] = {
     "placement_size": ("placementSize", int, True),
     "uuid": ("uuid", str, True),
 }
-_TYPE_NAMES = {str: "a string", int: "an integer", dict: "an object", list: "a list"}
+# Added after version 1 was first written: a file without it moved no function.
+_VFIO_FIELDS: Fields = {
+    "card": ("card", str, True),
+    "function": ("function", str, True),
+    "driver": ("originalDriver", str, False),
+    "iommu_group": ("iommuGroup", int, True),
+}
 
 
 def _entry_json(entry: ClaimEntry) -> dict[str, Any]:
@@ -188,87 +224,47 @@ def _entry_json(entry: ClaimEntry) -> dict[str, Any]:
         "namespace": entry.namespace,
         "name": entry.name,
         "state": entry.state,
-        "devices": [_flat_json(device, _DEVICE_FIELDS) for device in entry.devices],
-        "mig": [_flat_json(record, _MIG_FIELDS) for record in entry.mig],
+        "devices": [flat_json(device, _DEVICE_FIELDS) for device in entry.devices],
+        "mig": [flat_json(record, _MIG_FIELDS) for record in entry.mig],
         "migEnabledCards": list(entry.mig_enabled_cards),
         "migDisabledCards": list(entry.mig_disabled_cards),
         "cdiDeviceIDs": {device: list(ids) for device, ids in entry.cdi_device_ids.items()},
         "updated": entry.updated,
+        "vfio": [flat_json(record, _VFIO_FIELDS) for record in entry.vfio],
     }
 
 
-def _flat_json(value: object, fields: dict[str, tuple[str, type, bool]]) -> dict[str, Any]:
-    """The fields as JSON, leaving out the unset (None) ones."""
-    present = ((key, getattr(value, name)) for name, (key, _, _) in fields.items())
-    return {key: item for key, item in present if item is not None}
-
-
-def _get(obj: dict[str, Any], key: str, path: str, kind: type, required: bool = True) -> Any:
-    """``obj[key]`` checked against ``kind``; unknown keys next to it are simply never asked for."""
-    where = f"{path}.{key}" if path else key
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise CorruptCheckpoint(f"{where}: missing")
-        return None
-    # bool is an int subclass in Python, never an integer in the file.
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise CorruptCheckpoint(f"{where}: expected {_TYPE_NAMES[kind]}, got {type(value).__name__}")
-    return value
-
-
-def _object(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise CorruptCheckpoint(f"{path}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def _flat_values(raw: Any, path: str, fields: dict[str, tuple[str, type, bool]]) -> dict[str, Any]:
-    obj = _object(raw, path)
-    return {name: _get(obj, key, path, kind, required) for name, (key, kind, required) in fields.items()}
-
-
-def _one_of[T: str](value: str, where: str, allowed: tuple[T, ...]) -> T:
-    if value not in allowed:
-        raise CorruptCheckpoint(f"{where}: {value!r} is not one of {', '.join(allowed)}")
-    return value
-
-
-def _strings(value: Any, path: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise CorruptCheckpoint(f"{path}: expected a list of strings")
-    return tuple(value)
-
-
 def _entry(raw: Any, path: str) -> ClaimEntry:
-    obj = _object(raw, path)
-    devices = _get(obj, "devices", path, list)
-    mig = _get(obj, "mig", path, list, required=False) or []
-    cdi = _get(obj, "cdiDeviceIDs", path, dict, required=False) or {}
+    obj = as_object(raw, path)
+    devices = get(obj, "devices", path, list)
+    mig = get(obj, "mig", path, list, required=False) or []
+    vfio = get(obj, "vfio", path, list, required=False) or []
+    cdi = get(obj, "cdiDeviceIDs", path, dict, required=False) or {}
     return ClaimEntry(
-        uid=_get(obj, "uid", path, str),
-        namespace=_get(obj, "namespace", path, str),
-        name=_get(obj, "name", path, str),
-        state=_one_of(_get(obj, "state", path, str), f"{path}.state", STATES),
+        uid=get(obj, "uid", path, str),
+        namespace=get(obj, "namespace", path, str),
+        name=get(obj, "name", path, str),
+        state=one_of(get(obj, "state", path, str), f"{path}.state", STATES),
         devices=tuple(_device(item, f"{path}.devices[{i}]") for i, item in enumerate(devices)),
         mig=tuple(
-            MigRecord(**_flat_values(item, f"{path}.mig[{i}]", _MIG_FIELDS)) for i, item in enumerate(mig)
+            MigRecord(**flat_values(item, f"{path}.mig[{i}]", _MIG_FIELDS)) for i, item in enumerate(mig)
         ),
-        mig_enabled_cards=_strings(obj.get("migEnabledCards") or [], f"{path}.migEnabledCards"),
+        mig_enabled_cards=strings(obj.get("migEnabledCards") or [], f"{path}.migEnabledCards"),
         # Added after version 1 was first written: a file without it switched no card off.
-        mig_disabled_cards=_strings(obj.get("migDisabledCards") or [], f"{path}.migDisabledCards"),
-        cdi_device_ids={
-            device: _strings(ids, f"{path}.cdiDeviceIDs.{device}") for device, ids in cdi.items()
-        },
-        updated=_get(obj, "updated", path, str, required=False) or "",
+        mig_disabled_cards=strings(obj.get("migDisabledCards") or [], f"{path}.migDisabledCards"),
+        cdi_device_ids={device: strings(ids, f"{path}.cdiDeviceIDs.{device}") for device, ids in cdi.items()},
+        updated=get(obj, "updated", path, str, required=False) or "",
+        vfio=tuple(
+            VfioRecord(**flat_values(item, f"{path}.vfio[{i}]", _VFIO_FIELDS)) for i, item in enumerate(vfio)
+        ),
     )
 
 
 def _device(raw: Any, path: str) -> DevicePlan:
-    values = _flat_values(raw, path, _DEVICE_FIELDS)
-    _one_of(values["kind"], f"{path}.kind", KINDS)
+    values = flat_values(raw, path, _DEVICE_FIELDS)
+    one_of(values["kind"], f"{path}.kind", KINDS)
     if values["sharing"] is not None:
-        _one_of(values["sharing"], f"{path}.sharing", SHARING_STRATEGIES)
+        one_of(values["sharing"], f"{path}.sharing", SHARING_STRATEGIES)
     if values["time_slice"] is not None:
-        _one_of(values["time_slice"], f"{path}.timeSlice", tuple(str(i) for i in TimeSliceInterval))
+        one_of(values["time_slice"], f"{path}.timeSlice", tuple(str(i) for i in TimeSliceInterval))
     return DevicePlan(**values)

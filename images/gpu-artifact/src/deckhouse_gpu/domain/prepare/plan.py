@@ -41,6 +41,9 @@ class DevicePlan:
     time_slice: str | None = None
     mps_threads: int | None = None
     mps_memory_mib: int | None = None
+    # Filled by prepare (services/prepare_vfio_steps.py): the card goes to a virtual machine
+    # through vfio-pci (DESIGN.md D7); None for a card used through the nvidia driver.
+    vfio: bool | None = None
 
 
 class PlanError(ValueError):

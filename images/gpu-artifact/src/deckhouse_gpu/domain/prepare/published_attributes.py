@@ -18,6 +18,7 @@ from typing import Any
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import device_json
+from deckhouse_gpu.domain.offers.vfio_offers import vfio_card_offers
 
 _EVERY_OFFER = OfferPolicy()  # MIG and partitionable on, not shared: Physical and MIG offers
 
@@ -36,10 +37,14 @@ def describable(card: Mapping[str, Any]) -> bool:
 
 def published_attributes(card: Mapping[str, Any], device: str) -> dict[str, Any] | None:
     """``device``'s attributes as its ResourceSlice entry carries them (``{"int": 8}``,
-    ``{"string": "..."}``); None when the card cannot be described or has no such offer."""
-    if not describable(card):
-        return None
-    for offer in card_offers(dict(card), _EVERY_OFFER).offers:
+    ``{"string": "..."}``); None when the card cannot be described or has no such offer. A card on
+    vfio-pci, which NVML cannot describe, has the offer of domain/offers/vfio_offers.py."""
+    if describable(card):
+        offers = card_offers(dict(card), _EVERY_OFFER).offers
+    else:
+        found = vfio_card_offers(dict(card), _EVERY_OFFER, None)
+        offers = found.offers if found is not None else []
+    for offer in offers:
         if offer.name == device:
             attributes: dict[str, Any] = device_json(offer)["attributes"]
             return attributes

@@ -1,0 +1,155 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""gpu-handler's and gpu-node-agent's metrics for the monitoring world (tests/support/monitoring_world.py).
+
+Per node of that world, the components' own services run once on a simulated node of the same
+cards, measured as ``gpu-handler run`` and ``gpu-node-agent`` measure them (the metered API, NVML,
+MIG control and checkpoint, the observers of prepare, publish and pass), and their registries are
+served by the components' own health server on ``/metrics``, labelled as the PodMonitors label
+them. gpu-handler runs only where the driver is ready (not on node t4). What happens, by node:
+
+- every node: gpu-node-agent's inventory pass over its cards after a udev ``add`` event; on h100
+  the API server refuses its first write (Unavailable) and the pass is repeated;
+- h100: gpu-handler's passes (capabilities, publish) with the third card's NVML failing and the
+  first status write refused (Conflict); a claim of two MIG instances and one of a whole card
+  prepared; a claim of the whole MIG card refused (a conflict); a whole card prepared and
+  unprepared again; a MIG instance that cannot be destroyed (its unprepare fails and is retried);
+- a100: gpu-handler's pass, a quarter of the card prepared as a share;
+- a30: gpu-handler's pass only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import prometheus_client
+
+from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
+from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.health_server import serve_health
+from deckhouse_gpu.adapters.memory_kube import MemoryKube
+from deckhouse_gpu.adapters.metered_ports import MeteredCheckpointStore, MeteredMig, MeteredNVML
+from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
+from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.adapters.sim.sim_mig import MigOp
+from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.offers.model import mig_name, physical_name
+from deckhouse_gpu.ports.clock import SystemClock
+from deckhouse_gpu.ports.dra_plugin import ClaimRef
+from deckhouse_gpu.ports.kube import NODES, Conflict, Unavailable
+from deckhouse_gpu.services.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.inventory_sync import InventorySync
+from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.prepare_observer import PrepareObserver
+from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from testkit.prepare_world import NODE, PrepareWorld, allocate, allocate_share, build_world
+from tests.support.prometheus_server import Target
+
+# The monitoring world's nodes: model and number of cards, at the addresses GpuCluster gives them.
+NODES_CARDS = {"h100": ("h100-80gb", 3), "a100": ("a100-40gb", 1), "a30": ("a30", 1), "t4": ("t4", 1)}
+HANDLER_NODES = ("h100", "a100", "a30")  # where the driver is ready
+
+
+def addresses(count: int) -> list[str]:
+    return [f"0000:{0x10 + i * 0x08:02x}:00.0" for i in range(count)]
+
+
+def agent_pass(node: str, root: Path) -> NodeAgentMetrics:
+    model, count = NODES_CARDS[node]
+    host = HostBuilder(root).standard_node()
+    for address in addresses(count):
+        host.add_gpu(model, address)
+    kube = MemoryKube()
+    kube.create(NODES, {"metadata": {"name": node}})
+    metrics = NodeAgentMetrics()
+    api, clock = MeteredKube(kube, metrics), SystemClock()
+    sync = InventorySync(api, SysfsHost(host.root), node, EventRecorder(api, "gpu-node-agent", node, clock))
+    loop = NodeAgentLoop(sync, HealthState(), clock, LoopSettings(), observer=metrics)
+    loop.notify_udev("add", addresses(count)[0])
+    if node == "h100":
+        kube.fail_next("create", Unavailable("etcd timeout"))
+        loop._pass([])
+    loop._pass([])
+    return metrics
+
+
+def _handler_pass(world: PrepareWorld, metrics: HandlerMetrics, node: str) -> None:
+    api, clock = MeteredKube(world.api, metrics), SystemClock()
+    events = EventRecorder(api, "gpu-handler", NODE, clock)
+    nvml = MeteredNVML(world.nvml, metrics)
+    capabilities = CapabilitiesPass(api, nvml, NODE, events, clock, HealthSettings(0, (5,)))
+    publisher = SlicePublisher(api, NODE, events, PublisherSettings())
+    loop = HandlerLoop(capabilities, HealthState(), clock, HandlerSettings(), publisher, observer=metrics)
+    if node == "h100":
+        world.api.fail_next("patch", Conflict("the object has been modified"))
+        loop._pass([])
+    loop._pass([])
+
+
+def _prepare(world: PrepareWorld, metrics: HandlerMetrics, node: str) -> None:
+    service = world.service(observer=PrepareObserver(metrics))
+    service.store = MeteredCheckpointStore(service.store, metrics)
+    service.mig = MeteredMig(service.mig, metrics)
+    metrics.watch_checkpoint_file(world.checkpoint_path)
+    cards = addresses(NODES_CARDS[node][1])
+
+    def claim(obj: dict[str, Any]) -> ClaimRef:
+        meta = obj["metadata"]
+        return ClaimRef(meta["namespace"], meta["uid"], meta["name"])
+
+    if node == "h100":
+        instances = (mig_name(cards[0], "1g.10gb", 0), mig_name(cards[0], "1g.10gb", 1))
+        small = claim(allocate(world.api, "small", *instances))
+        big = claim(allocate(world.api, "big", physical_name(cards[1])))
+        clash = claim(allocate(world.api, "clash", physical_name(cards[0])))
+        service.prepare([small, big, clash])  # the last conflicts with the MIG instances
+        done = claim(allocate(world.api, "done", physical_name(cards[2])))
+        service.prepare([done])
+        service.unprepare([done])
+        stuck = claim(allocate(world.api, "stuck", mig_name(cards[2], "1g.10gb", 0)))
+        service.prepare([stuck])
+        world.mig.inner.fail_next(cards[2], MigOp.DESTROY, "In use by another client")
+        service.unprepare([stuck])
+    elif node == "a100":
+        service.prepare([claim(allocate_share(world.api, "notebook", physical_name(cards[0]), "25", None))])
+
+
+def handler_pass(node: str, root: Path) -> HandlerMetrics:
+    model, count = NODES_CARDS[node]
+    world = build_world(root, dict.fromkeys(addresses(count), model))
+    metrics = HandlerMetrics()
+    if node == "h100":
+        world.nvml.fail_device(addresses(count)[2], "GPU is lost")  # the card the world finds unhealthy
+    _handler_pass(world, metrics, node)
+    world.nvml.clear_failures()
+    _prepare(world, metrics, node)
+    return metrics
+
+
+@contextlib.contextmanager
+def serving(workdir: Path, namespace: str) -> Iterator[list[Target]]:
+    """Every node's gpu-node-agent and every driver-ready node's gpu-handler, as scrape targets."""
+    # As the components do: no creation-time series beside every counter and histogram.
+    prometheus_client.disable_created_metrics()
+    with contextlib.ExitStack() as stack:
+        stack.callback(prometheus_client.enable_created_metrics)
+        targets = []
+        for node in NODES_CARDS:
+            sources = [("gpu-node-agent", agent_pass(node, workdir / "agents" / node).registry)]
+            if node in HANDLER_NODES:
+                sources.append(("gpu-handler", handler_pass(node, workdir / "handlers" / node).registry))
+            for job, registry in sources:
+                server = serve_health(HealthState(), ("127.0.0.1", 0), time.monotonic, registry=registry)
+                stack.callback(server.shutdown)
+                labels = {"namespace": namespace, "pod": f"{job}-{node}", "node": node}
+                targets.append(Target(job, f"127.0.0.1:{server.server_address[1]}", labels))
+        yield targets
