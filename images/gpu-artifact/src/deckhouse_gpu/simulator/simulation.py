@@ -36,8 +36,9 @@ from deckhouse_gpu.simulator.vfio import describe_payload
 SETTLE_TIMEOUT = 60.0  # only a stuck world waits this long; a loaded CI machine can take over 15 s
 QUIET_SECONDS = 0.3  # no API write and every loop idle for this long: the world has settled
 # At start a chain of components (agent, controller, handler) reacts to each other's first writes
-# through watches; on a loaded machine one hop can take longer than a step's quiet window.
-START_QUIET_SECONDS = 1.0
+# through watches; on a loaded machine one hop can take longer than a step's quiet window. It must
+# stay well below the heartbeat: with many nodes a longer window may never come.
+START_QUIET_SECONDS = 0.5
 
 
 class SimulatedCluster:
