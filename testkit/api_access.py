@@ -6,7 +6,8 @@
 
 Each component is told apart by its bearer token: a test gives every component a kubeconfig of
 its own (``write_kubeconfig(directory, url, token=<component>)``), as each pod has its own
-ServiceAccount token in a cluster, and the token names the component. Nothing in the module
+ServiceAccount token in a cluster, and the token names the component (``gpu-handler``, or
+``gpu-handler/w1`` for one of several instances). Nothing in the module
 changes for it. The log is kept as JSON (``save``/``load``), so that several runs (the end-to-end
 world of tests/e2e/test_least_privilege.py, a chaos run) can be merged and compared with the
 Helm-rendered RBAC (tests/support/rbac_rules.py).
@@ -51,9 +52,10 @@ class Access:
 
 
 def component_of(authorization: str | None) -> str:
-    """The component a request came from: its bearer token, or "anonymous"."""
+    """The component a request came from: its bearer token up to a "/" (the chaos world of
+    testkit/chaos_world.py names one instance per node, ``gpu-handler/w1``), or "anonymous"."""
     scheme, _, token = (authorization or "").partition(" ")
-    return token if scheme == "Bearer" and token else "anonymous"
+    return token.partition("/")[0] if scheme == "Bearer" and token else "anonymous"
 
 
 def access_of(request: RecordedRequest) -> Access:

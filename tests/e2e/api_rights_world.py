@@ -176,8 +176,7 @@ def _pod_on_node(server: FakeApiServer) -> dict[str, Any]:
 def day_of_a_node() -> AccessLog:
     """Runs the world through its steps; the accesses every component made, by its token."""
     with running_world() as (server, host, processes):
-        ready = lambda: all(_conditions(server, a).get("DriverReady") == "True" for a in (CARD_A, CARD_B))  # noqa: E731
-        wait_for(lambda: _safe(ready), timeout=TIMEOUT, what="both cards DriverReady")
+        wait_for(lambda: _driver_ready(server), timeout=TIMEOUT, what="both cards DriverReady")
         wait_for(lambda: "gpu-0000-31-00-0" in _offers(server), timeout=TIMEOUT, what="offers published")
         for item in example_classes():
             server.kube.create(DEVICE_CLASSES, item)
@@ -202,13 +201,14 @@ def day_of_a_node() -> AccessLog:
         )
         for component, process in processes.items():
             assert process.poll() is None, f"{component} exited with {process.returncode}"
-        for process in processes.values():
+        for component, process in processes.items():
             _stop(process)
+            assert process.returncode == 0, f"{component} exited with {process.returncode} on SIGTERM"
         return AccessLog.of(server.requests)
 
 
-def _safe(check: Any) -> bool:
+def _driver_ready(server: FakeApiServer) -> bool:
     try:
-        return bool(check())
-    except NotFound:
+        return all(_conditions(server, card).get("DriverReady") == "True" for card in (CARD_A, CARD_B))
+    except NotFound:  # gpu-node-agent has not created them yet
         return False
