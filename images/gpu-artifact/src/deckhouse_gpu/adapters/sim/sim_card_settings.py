@@ -18,13 +18,12 @@ Unlike the real card, whose interval nvidia-smi only prints as text, the simulat
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from deckhouse_gpu.adapters.atomic_file import replace_file
+from deckhouse_gpu.adapters.sim.state_files import file_lock, read_boot_id
 from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
 from deckhouse_gpu.ports.sharing import ComputeMode, SharingError
 
@@ -92,22 +91,11 @@ class SimCardSettings:
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[None]:
         assert self.path is not None
-        lock = self.path.with_name(self.path.name + ".lock")
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:  # closing the descriptor drops the flock, also when the process is killed
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        with file_lock(self.path):
             yield
-        finally:
-            os.close(descriptor)
 
     def _boot_id(self) -> str:
-        if self.boot_id_path is None:
-            return ""
-        try:
-            return self.boot_id_path.read_text(encoding="ascii").strip()
-        except (OSError, UnicodeDecodeError):
-            return ""  # no boot ID on this simulated host: reboots are not told apart
+        return read_boot_id(self.boot_id_path)
 
     def _load(self) -> None:
         assert self.path is not None

@@ -24,9 +24,7 @@ taken effect (the reset applied it), while the mode itself persists, as on A100/
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from typing import Any
 from deckhouse_gpu.adapters.atomic_file import replace_file
 from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
 from deckhouse_gpu.adapters.sim.sim_nvml import CardState, SimulatedNVML
+from deckhouse_gpu.adapters.sim.state_files import file_lock, read_boot_id
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.ports.mig import MigError
 
@@ -105,22 +104,11 @@ class PersistentSimMig(SimulatedMig):
 
     @contextlib.contextmanager
     def _file_lock(self) -> Iterator[None]:
-        lock = self.path.with_name(self.path.name + ".lock")
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:  # closing the descriptor drops the flock, also when the process is killed
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        with file_lock(self.path):
             yield
-        finally:
-            os.close(descriptor)
 
     def _boot_id(self) -> str:
-        if self.boot_id_path is None:
-            return ""
-        try:
-            return self.boot_id_path.read_text(encoding="ascii").strip()
-        except (OSError, UnicodeDecodeError):
-            return ""  # no boot ID on this simulated host: reboots are not told apart
+        return read_boot_id(self.boot_id_path)
 
     def _load(self) -> None:
         try:
