@@ -3,7 +3,13 @@
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.scenario import ScenarioError, builtin_names, load_scenario, parse_scenario
+from deckhouse_gpu.adapters.sim.scenario import (
+    ScenarioError,
+    builtin_names,
+    load_scenario,
+    numa_node_of,
+    parse_scenario,
+)
 
 
 def test_builtin_scenarios_load_and_cover_the_catalogue():
@@ -96,6 +102,11 @@ def test_scenario_from_a_file(tmp_path):
             "annotations is a mapping",
         ),
         ("nodes: [{name: a}]\nsteps: [{setBusy: {node: a, pids: [one]}}]", "pids is a list of process IDs"),
+        ("nodes: [{name: a, gpus: [{model: t4, address: '0000:01:00.0', numaNode: -2}]}]", "numaNode is a"),
+        ("nodes: [{name: a, gpus: [{model: t4, address: '0000:01:00.0', numaNode: yes}]}]", "numaNode is a"),
+        ("nodes: [{name: a}]\nsteps: [{addGpu: {node: a, model: t4, numaNode: one}}]", "numaNode is a"),
+        ("nodes: [{name: a}]\nsettings: {kubernetesVersion: '1.33'}", "kubernetesVersion is one of 1.34 to"),
+        ("nodes: [{name: a}]\nsettings: {kubernetesVersion: latest}", "kubernetesVersion is one of"),
     ],
 )
 def test_bad_scenarios_say_what_is_wrong(text, message):
@@ -128,3 +139,29 @@ def test_the_vm_scenario_passes_a_card_through_and_meets_the_refusals():
     assert first["pod"]["annotations"] == {"gpu.deckhouse.io/vfio": "true"}
     assert vm.steps[1].args["config"] == {"kind": "VFIOConfig"}
     assert vm.steps[2].args["pids"] == [31337]
+
+
+@pytest.mark.parametrize(
+    ("version", "minor"), [("1.34", 34), ("1.35", 35), ("1.36", 36), ("1.37.1", 37), ("1.38", 37)]
+)
+def test_every_known_kubernetes_version_runs_and_a_newer_one_runs_as_the_newest(version, minor):
+    scenario = parse_scenario("s", f"nodes: [{{name: a}}]\nsettings: {{kubernetesVersion: '{version}'}}")
+    assert scenario.settings.kubernetes_minor == minor
+
+
+def test_numa_node_is_what_the_scenario_says_or_what_the_machine_implies():
+    scenario = parse_scenario(
+        "s",
+        "nodes:\n"
+        "  - {name: a, gpus: [{model: t4, address: '0000:17:00.0'}, {model: t4, address: '0000:b1:00.0'},"
+        " {model: t4, address: '0000:ca:00.0', numaNode: 3}]}\n",
+    )
+    gpus = scenario.nodes[0].gpus
+    assert [gpu.numa_node for gpu in gpus] == [None, None, 3]
+    # a two-socket server: buses below 0x80 hang off socket 0, the rest off socket 1
+    assert [numa_node_of("bare-metal", gpu.address, gpu.numa_node) for gpu in gpus] == [0, 1, 3]
+    assert numa_node_of("bare-metal", "0000:7f:00.0") == 0
+    assert numa_node_of("bare-metal", "0000:80:00.0") == 1
+    # a virtual machine shows no NUMA affinity unless the scenario gives one
+    assert numa_node_of("vm", "0000:00:05.0") == -1
+    assert numa_node_of("vm", "0000:00:05.0", 1) == 1

@@ -22,6 +22,7 @@ from deckhouse_gpu.adapters.sim.scenario import ScenarioError, builtin_names, lo
 from deckhouse_gpu.cmd import kubectl_gpu
 from deckhouse_gpu.domain.inventory.physicalgpu import PRINTER_COLUMNS
 from deckhouse_gpu.domain.inventory.printer_columns import render_table
+from deckhouse_gpu.domain.offers.model import STANDARD_DOMAIN
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 
 # Steps whose point is what the scheduler sees: the simulator prints the slices after them too.
@@ -56,9 +57,22 @@ def _device_kind(device: dict[str, Any]) -> str:
     return f"{kind}/shared" if device.get("allowMultipleAllocations") else kind
 
 
+STANDARD_NUMA = f"{STANDARD_DOMAIN}/numaNode"
+
+
+def _numa_nodes(devices: list[dict[str, Any]]) -> str:
+    """The standard ``resource.kubernetes.io/numaNode`` values of the devices; "-" where unknown."""
+    found = {
+        device["attributes"][STANDARD_NUMA]["int"]
+        for device in devices
+        if STANDARD_NUMA in (device.get("attributes") or {})
+    }
+    return ",".join(map(str, sorted(found))) or "-"
+
+
 def show_slices(cluster: SimulatedCluster, out: TextIO) -> None:
     """Like `kubectl get resourceslices` with the columns an operator looks at for a DRA driver."""
-    rows = [["NAME", "NODE", "POOL", "GENERATION", "DEVICES", "COUNTERSETS", "KINDS"]]
+    rows = [["NAME", "NODE", "POOL", "GENERATION", "DEVICES", "COUNTERSETS", "NUMA", "KINDS"]]
     for item in sorted(cluster.resource_slices(), key=lambda s: str(s["metadata"]["name"])):
         spec = item["spec"]
         devices = spec.get("devices", [])
@@ -67,7 +81,7 @@ def show_slices(cluster: SimulatedCluster, out: TextIO) -> None:
         counter_sets = str(len(spec.get("sharedCounters", [])))
         name = item["metadata"]["name"]
         row = [name, spec["nodeName"], pool["name"], str(pool["generation"]), str(len(devices)), counter_sets]
-        rows.append([*row, ",".join(kinds) or "-"])
+        rows.append([*row, _numa_nodes(devices), ",".join(kinds) or "-"])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     print("$ kubectl get resourceslices  # the columns that matter, from the objects", file=out)
     for row in rows:

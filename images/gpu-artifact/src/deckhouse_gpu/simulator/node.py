@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.scenario import SimNode, SimSettings
+from deckhouse_gpu.adapters.sim.scenario import SimNode, SimSettings, numa_node_of
 from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
 from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
@@ -65,8 +65,10 @@ class SimulatedNode:
         assert isinstance(loop, NodeAgentLoop)
         return loop
 
-    def add_gpu(self, model: str, address: str, driver: str | None) -> None:
-        self.builder.add_gpu(model, address, driver)
+    def add_gpu(self, model: str, address: str, driver: str | None, numa_node: int | None = None) -> None:
+        self.builder.add_gpu(
+            model, address, driver, numa_node=numa_node_of(self.spec.machine, address, numa_node)
+        )
         self.models[address] = model
         if driver == "nvidia":
             self.nvml.add_card(address, model)
@@ -104,7 +106,12 @@ def build_node(spec: SimNode, builder: HostBuilder) -> SimulatedNode:
     if spec.iommu:
         build_iommu(spec, builder)  # every card in an IOMMU group of its own, vfio-pci loaded
     for gpu in spec.gpus if not spec.iommu else ():
-        builder.add_gpu(gpu.model, gpu.address, gpu.driver)
+        builder.add_gpu(
+            gpu.model,
+            gpu.address,
+            gpu.driver,
+            numa_node=numa_node_of(spec.machine, gpu.address, gpu.numa_node),
+        )
     nvidia_bound = {gpu.address: gpu.model for gpu in spec.gpus if gpu.driver == "nvidia"}
     return SimulatedNode(
         spec,

@@ -91,7 +91,8 @@ class SimulatedCluster:
     def _apply_to_node(self, kind: str, node: SimulatedNode, args: dict[str, Any]) -> None:
         address = str(args.get("address", ""))
         if kind == "addGpu":
-            node.add_gpu(str(args["model"]), address, args.get("driver", "nvidia"))
+            numa = args.get("numaNode")
+            node.add_gpu(str(args["model"]), address, args.get("driver", "nvidia"), numa)
         elif kind == "removeGpu":
             node.remove_gpu(address)
         elif kind == "bindDriver":

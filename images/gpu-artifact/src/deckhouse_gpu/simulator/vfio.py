@@ -17,7 +17,7 @@ from typing import Any
 
 from deckhouse_gpu.adapters.sim.gpu_catalog import OTHER_DEVICES
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.scenario import SimNode
+from deckhouse_gpu.adapters.sim.scenario import SimNode, numa_node_of
 from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
 from deckhouse_gpu.adapters.sim.sim_vfio import SimGpuProcesses, SimulatedVfio
 from deckhouse_gpu.adapters.vfio_files import FileVfioLedger, FileVfioPayloads
@@ -38,7 +38,8 @@ def build_iommu(spec: SimNode, builder: HostBuilder) -> None:
     builder.load_driver("vfio-pci").load_driver("snd_hda_intel")
     for index, gpu in enumerate(sorted(spec.gpus, key=lambda g: g.address)):
         group = FIRST_GROUP + index
-        builder.add_gpu(gpu.model, gpu.address, gpu.driver, iommu_group=group)
+        numa = numa_node_of(spec.machine, gpu.address, gpu.numa_node)
+        builder.add_gpu(gpu.model, gpu.address, gpu.driver, iommu_group=group, numa_node=numa)
         if gpu.audio:
             builder.add_function(gpu.address[:-1] + "1", AUDIO, "snd_hda_intel", group)
 

@@ -73,9 +73,14 @@ class HostBuilder:
         return self
 
     def add_gpu(
-        self, model_key: str, address: str, driver: str | None = "nvidia", iommu_group: int | None = None
+        self,
+        model_key: str,
+        address: str,
+        driver: str | None = "nvidia",
+        iommu_group: int | None = None,
+        numa_node: int = -1,
     ) -> Path:
-        path = self.add_function(address, GPU_MODELS[model_key], driver, iommu_group)
+        path = self.add_function(address, GPU_MODELS[model_key], driver, iommu_group, numa_node)
         if self.nvidia_driver and address not in self.card_minors:
             # What the nvidia module creates for every card it drives: /dev/nvidiaN and /proc info.
             self.card_minors[address] = len(self.card_minors)

@@ -14,6 +14,7 @@ import yaml
 
 from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS
 from deckhouse_gpu.domain.inventory.pci import is_pci_address
+from deckhouse_gpu.domain.kube_versions import KNOWN_RANGE, KNOWN_VERSIONS, parse_minor
 
 MACHINES = ("bare-metal", "vm", "no-dmi")
 VALIDATOR_STATES = ("ready", "not-ready", "missing")
@@ -46,6 +47,18 @@ class SimGPU:
     address: str
     driver: str | None = "nvidia"
     audio: bool = False  # an HD audio function beside it (function 1), in its IOMMU group
+    numa_node: int | None = None  # None: what the machine implies (numa_node_of)
+
+
+def numa_node_of(machine: str, address: str, given: int | None = None) -> int:
+    """The ``numa_node`` sysfs shows for a card: ``given`` when the scenario says, else what a
+    two-socket server shows (buses below 0x80 on socket 0, the rest on socket 1); a virtual machine
+    has no NUMA affinity (-1), as QEMU shows without a NUMA topology."""
+    if given is not None:
+        return given
+    if machine != "bare-metal":
+        return -1
+    return 0 if int(address.split(":")[1], 16) < 0x80 else 1
 
 
 @dataclass(frozen=True)
@@ -115,15 +128,13 @@ def parse_scenario(name: str, text: str) -> Scenario:
         settings = SimSettings(
             float(raw_settings.get("healthGraceSeconds", SimSettings.health_grace_seconds)),
             float(raw_settings.get("heartbeatSeconds", SimSettings.heartbeat_seconds)),
-            int(str(raw_settings.get("kubernetesVersion", "1.35")).split(".")[1]),
+            parse_minor(str(raw_settings.get("kubernetesVersion", "1.35"))),
         )
-    except (TypeError, ValueError, AttributeError, IndexError):
+    except (TypeError, ValueError):
         raise ScenarioError(
             f"{name}: settings.healthGraceSeconds and heartbeatSeconds are numbers,"
-            " kubernetesVersion is like 1.35"
+            f" kubernetesVersion is one of {KNOWN_RANGE} (a newer one runs as {KNOWN_VERSIONS[-1]})"
         ) from None
-    if settings.kubernetes_minor not in (34, 35):
-        raise ScenarioError(f"{name}: settings.kubernetesVersion must be 1.34 or 1.35")
     return Scenario(name, str(data.get("description", "")), nodes, steps, settings)
 
 
@@ -151,7 +162,14 @@ def _gpu(where: str, raw: Any) -> SimGPU:
         raise ScenarioError(f"{where}: unknown model {model!r}; known: {', '.join(GPU_MODELS)}")
     if not is_pci_address(address):
         raise ScenarioError(f"{where}: {address!r} is not a PCI address like 0000:17:00.0")
-    return SimGPU(model, address, raw.get("driver", "nvidia"), raw.get("audio") is True)
+    numa = _numa_node(where, raw.get("numaNode"))
+    return SimGPU(model, address, raw.get("driver", "nvidia"), raw.get("audio") is True, numa)
+
+
+def _numa_node(where: str, numa: Any) -> int | None:
+    if numa is not None and (isinstance(numa, bool) or not isinstance(numa, int) or numa < -1):
+        raise ScenarioError(f"{where}: numaNode is a NUMA node number, or -1 for none")
+    return numa
 
 
 def _step(scenario: str, index: int, raw: Any) -> Step:
@@ -164,6 +182,8 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
     step = Step(str(raw.get("title", kinds[0])), kinds[0], dict(raw[kinds[0]]))
     if step.kind == "breakNvml" and step.args.get("failure", "lost") not in NVML_FAILURES:
         raise ScenarioError(f"{where}: breakNvml.failure must be one of {', '.join(NVML_FAILURES)}")
+    if step.kind == "addGpu":
+        _numa_node(f"{where}.addGpu", step.args.get("numaNode"))
     if step.kind == "setValidator" and step.args.get("state") not in VALIDATOR_STATES:
         raise ScenarioError(f"{where}: setValidator.state must be one of {', '.join(VALIDATOR_STATES)}")
     if step.kind == "labelNode" and not isinstance(step.args.get("labels"), dict):
