@@ -52,11 +52,12 @@ def line(name: str, value: float, unit: str, decimals: int = 1) -> None:
 
 
 def memory_mib(pid: int) -> dict[str, float]:
-    """VmRSS (resident now) and VmHWM (peak) of a process."""
+    """VmRSS (resident now), VmHWM (peak) and RssAnon (the private part: RSS less the shared
+    libraries' pages, which every process of the node maps once) of a process."""
     fields = {}
     for entry in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = entry.partition(":")
-        if key in ("VmRSS", "VmHWM"):
+        if key in ("VmRSS", "VmHWM", "RssAnon"):
             fields[key] = int(value.split()[0]) / 1024
     return fields
 

@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from benchmarks.common import ADDRESSES, GPUS, NODE, line, measure_process, report, timed
+from benchmarks.in_cluster import launcher_argv, tls_context
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.sim_nvml import from_model_list
@@ -15,7 +17,7 @@ from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.inventory.nvidia_status import nvidia_view
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, RESOURCE_SLICES, KubeAPI
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.inventory_sync import InventorySync
@@ -61,26 +63,51 @@ def bench_snapshot(host: HostBuilder) -> None:
 
 
 def bench_process(host: HostBuilder, workdir: Path) -> None:
-    print("gpu-handler process (run --nvml-sim, real client, local fake API server)")
+    print("gpu-handler process (run --nvml-sim, real client, local fake API server; target RSS < 45 MiB)")
+    tls = tls_context(workdir)
+    if tls is None:
+        print("  no openssl binary: the in-cluster (https) run is skipped")
+    else:
+        context, ca = tls
+        with FakeApiServer(tls=context) as server:
+            inventory(server.kube, host)
+            host_port = server.url.removeprefix("https://").rpartition(":")
+            env = {"KUBERNETES_SERVICE_HOST": host_port[0], "KUBERNETES_SERVICE_PORT": host_port[2]}
+            launcher = launcher_argv("handler", workdir, ca, ["run", *handler_argv(host)])
+            measure_handler("in a pod (in-cluster config, https)", server, launcher, env)
     with FakeApiServer() as server:
         inventory(server.kube, host)
-        kubeconfig = write_kubeconfig(workdir, server.url)
-        argv = ["run", "--node-name", NODE, "--kubeconfig", kubeconfig, "--nvml-sim", MODELS,
-                "--host-root", str(host.root), "--health-address", "127.0.0.1:0"]  # fmt: skip
+        argv = ["-m", "deckhouse_gpu.cmd.handler", "run", *handler_argv(host)]
+        argv += ["--kubeconfig", write_kubeconfig(workdir, server.url)]
+        measure_handler("with --kubeconfig (loads the kubeconfig/OIDC code too)", server, argv, None)
 
-        def filled() -> bool:
-            return all(
-                "capabilities" in (c.get("status") or {}) for c in server.kube.list(PHYSICAL_GPUS).items
-            )
 
-        measured = measure_process(["-m", "deckhouse_gpu.cmd.handler", *argv], filled)
-        if measured is None:
-            print("  the handler never filled the capabilities")
-            return
-        startup, memory = measured
-        line("start to all cards filled", startup * 1000, "ms", 0)
-        line("resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
-        line("peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
+def handler_argv(host: HostBuilder) -> list[str]:
+    return ["--node-name", NODE, "--nvml-sim", MODELS, "--host-root", str(host.root),
+            "--health-address", "127.0.0.1:0"]  # fmt: skip
+
+
+def measure_handler(label: str, server: FakeApiServer, argv: list[str], env: dict[str, str] | None) -> None:
+    started = time.perf_counter()
+    first_publish: list[float] = []
+
+    def filled() -> bool:
+        if not first_publish and server.kube.list(RESOURCE_SLICES).items:
+            first_publish.append(time.perf_counter() - started)
+        cards = server.kube.list(PHYSICAL_GPUS).items
+        return bool(first_publish) and all("capabilities" in (c.get("status") or {}) for c in cards)
+
+    measured = measure_process(argv, filled, env=env)
+    print(f"  {label}")
+    if measured is None:
+        print("    the handler never filled the capabilities and published")
+        return
+    startup, memory = measured
+    line("  start to first ResourceSlice published", first_publish[0] * 1000, "ms", 0)
+    line("  start to all cards filled and published", startup * 1000, "ms", 0)
+    line("  resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
+    line("  of it private, not shared libraries (RssAnon)", memory["RssAnon"], "MiB")
+    line("  peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
 
 
 def run(host: HostBuilder, workdir: Path) -> None:

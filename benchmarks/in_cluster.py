@@ -3,7 +3,7 @@
 
 """Runs a component the way it runs in a pod: in-cluster config, https, a service-account token.
 
-Only the token and CA file paths are redirected (a pod has them under /var/run/secrets); the
+Only the service account directory is redirected (a pod has it under /var/run/secrets); the
 client configuration code path is the production one, so the memory figure is the pod's.
 """
 
@@ -16,13 +16,11 @@ from pathlib import Path
 
 LAUNCHER = """
 import sys
-from deckhouse_gpu.adapters import kube_import
-kube_import.install()
-from kubernetes.config import incluster_config
-incluster_config.SERVICE_TOKEN_FILENAME = sys.argv[1]
-incluster_config.SERVICE_CERT_FILENAME = sys.argv[2]
+from pathlib import Path
+from deckhouse_gpu.adapters import kube_transport
+kube_transport.ACCOUNT_DIR = Path(sys.argv[1])
 from deckhouse_gpu.cmd.{module} import main
-sys.exit(main(sys.argv[3:]))
+sys.exit(main(sys.argv[2:]))
 """
 
 
@@ -43,6 +41,8 @@ def tls_context(workdir: Path) -> tuple[ssl.SSLContext, Path] | None:
 
 
 def launcher_argv(module: str, workdir: Path, ca: Path, argv: list[str]) -> list[str]:
-    token = workdir / "token"
-    token.write_text("bench-token")
-    return ["-c", LAUNCHER.replace("{module}", module), str(token), str(ca), *argv]
+    account = workdir / "serviceaccount"
+    account.mkdir(exist_ok=True)
+    (account / "token").write_text("bench-token")
+    shutil.copyfile(ca, account / "ca.crt")
+    return ["-c", LAUNCHER.replace("{module}", module), str(account), *argv]

@@ -9,9 +9,9 @@ import socket
 import time
 
 import pytest
-from kubernetes.config import ConfigException
 
 from deckhouse_gpu.adapters.kube_client import load_kube
+from deckhouse_gpu.adapters.kube_transport import InClusterConfigError
 from deckhouse_gpu.ports.kube import (
     NODES,
     AlreadyExists,
@@ -116,5 +116,5 @@ def test_a_server_that_never_answers_times_out_as_unavailable(tmp_path):
 def test_without_a_kubeconfig_it_uses_the_in_cluster_config(monkeypatch):
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
-    with pytest.raises(ConfigException, match="Service host/port is not set"):
+    with pytest.raises(InClusterConfigError, match="KUBERNETES_SERVICE_HOST/PORT are not set"):
         load_kube(None)

@@ -8,7 +8,9 @@ import sys
 
 PROBE = """
 import sys
-from deckhouse_gpu.adapters import kube_client  # installs the lean packages, then imports the client
+from deckhouse_gpu.adapters import kube_import
+kube_import.install()  # what a kubeconfig transport does before it imports the client
+from kubernetes.client.api_client import ApiClient
 loaded = sorted(m for m in sys.modules if m.startswith("kubernetes.client.models."))
 print("models", len(loaded))
 print("apis", len([m for m in sys.modules if m.startswith("kubernetes.client.api.")]))

@@ -1,14 +1,13 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The real ``KubeAPI``: REST calls through the ``kubernetes`` client's transport, on raw JSON.
+"""The real ``KubeAPI``: REST calls on raw JSON, with paths built from the ``Resource``.
 
-It goes through ``ApiClient.call_api`` with paths built from the ``Resource`` rather than the
-generated ``CoreV1Api``/``CustomObjectsApi`` methods: one code path serves core and custom
+Not the generated ``CoreV1Api``/``CustomObjectsApi`` methods: one code path serves core and custom
 resources alike, nothing is turned into (and back out of) the generated pydantic models, so
-unknown fields survive, and each request carries exactly the headers we choose. The client
-still supplies the configuration, authentication (kubeconfig or the pod's service account,
-with token refresh), TLS and connection pooling.
+unknown fields survive, and each request carries exactly the headers we choose. What carries the
+requests (a pod's service account over a urllib3 pool, or a kubeconfig through the ``kubernetes``
+client) is in ``kube_transport``.
 """
 
 from __future__ import annotations
@@ -19,8 +18,8 @@ from urllib.parse import quote
 
 import urllib3
 
-from deckhouse_gpu.adapters import kube_import
 from deckhouse_gpu.adapters.kube_json import decode
+from deckhouse_gpu.adapters.kube_transport import Transport, in_cluster_transport, kubeconfig_transport
 from deckhouse_gpu.ports.kube import (
     AlreadyExists,
     Conflict,
@@ -36,25 +35,21 @@ from deckhouse_gpu.ports.kube import (
     WatchExpired,
 )
 
-kube_import.install()  # before the first kubernetes import: see kube_import for why
-
-from kubernetes.client.api_client import ApiClient  # noqa: E402
-from kubernetes.client.configuration import Configuration  # noqa: E402
-from kubernetes.client.exceptions import ApiException  # noqa: E402
-
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 _WATCH_TYPES = ("ADDED", "MODIFIED", "DELETED")
 
 
 class ClientKube:
-    def __init__(self, api: ApiClient, *, connect_timeout: float = 5.0, read_timeout: float = 30.0) -> None:
-        self._api = api
+    def __init__(
+        self, transport: Transport, *, connect_timeout: float = 5.0, read_timeout: float = 30.0
+    ) -> None:
+        self._transport = transport
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
 
     def close(self) -> None:
-        self._api.close()  # type: ignore[no-untyped-call]  # the client leaves it unannotated
+        self._transport.close()
 
     def get(self, resource: Resource, name: str, namespace: str | None = None) -> Object:
         return self._json("GET", _path(resource, namespace, name))
@@ -167,23 +162,8 @@ class ClientKube:
         read_timeout: float | None = None,
     ) -> urllib3.BaseHTTPResponse:
         headers = {"Accept": JSON, "Content-Type": content_type}
-        request = self._api.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=list(query),
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
         timeout = (self._connect_timeout, read_timeout or self._read_timeout)
-        try:
-            response: urllib3.BaseHTTPResponse = self._api.call_api(
-                *request, _request_timeout=timeout
-            ).response
-        except (urllib3.exceptions.HTTPError, OSError) as error:  # refused, reset, timed out
-            raise Unavailable(f"{method} {path}: {error}") from error
-        except ApiException as error:  # how the client reports a failed TLS handshake
-            raise Unavailable(f"{method} {path}: {error.reason}") from error
+        response = self._transport.request(method, path, query, headers, body, timeout)
         if not 200 <= response.status < 300:
             try:
                 data = response.data
@@ -202,25 +182,13 @@ def load_kube(
 ) -> ClientKube:
     """In-cluster config without ``kubeconfig``, else that file (several joined with ``:``, as in
     KUBECONFIG) with ``context`` or its current one; both time out rather than hang."""
-    configuration = Configuration()
     if kubeconfig is None:
         if context is not None:
             raise ValueError("a context needs a kubeconfig: the in-cluster config has none")
-        from kubernetes.config.incluster_config import load_incluster_config  # noqa: PLC0415
-
-        load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        transport: Transport = in_cluster_transport()
     else:
-        from kubernetes.config.kube_config import load_kube_config  # noqa: PLC0415 - oauthlib & co
-
-        load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
-        )
-    # One retry covers a pooled keep-alive connection the server had closed; more would multiply
-    # the timeout when the server is down, and the services back off and retry themselves.
-    configuration.retries = 1
-    # TCP keepalive probes, as client-go sends: a long watch notices a vanished server.
-    configuration.keep_alive = True
-    return ClientKube(ApiClient(configuration), connect_timeout=connect_timeout, read_timeout=read_timeout)
+        transport = kubeconfig_transport(kubeconfig, context)
+    return ClientKube(transport, connect_timeout=connect_timeout, read_timeout=read_timeout)
 
 
 def _path(
