@@ -1,11 +1,13 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The in-cluster transport: a pod's API server, CA and rotating token over urllib3, without the
-``kubernetes`` package, against the fake API server over TLS."""
+"""The in-cluster transport: a pod's API server, CA and rotating token over ``http.client``, without
+the ``kubernetes`` package or urllib3, against the fake API server over TLS: requests, pooled
+connections, watches, torn connections."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 import subprocess
 import sys
@@ -15,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from deckhouse_gpu.adapters.kube_client import ClientKube
+from deckhouse_gpu.adapters.kube_http import StdlibTransport
 from deckhouse_gpu.adapters.kube_transport import (
     TOKEN_REREAD_SECONDS,
     InClusterConfigError,
-    PoolTransport,
     ServiceAccountToken,
     in_cluster_transport,
 )
@@ -102,7 +104,7 @@ def test_an_unreadable_token_fails_the_request_clearly(tmp_path: Path) -> None:
     token = ServiceAccountToken(tmp_path / "token", Clock())
     with pytest.raises(Unavailable, match="cannot read the service account token"):
         token()
-    transport = PoolTransport("https://127.0.0.1:1", token, None)
+    transport = StdlibTransport("https://127.0.0.1:1", token, None)
     with pytest.raises(Unavailable, match="service account token"):
         transport.request("GET", "/version", (), {}, None, (1, 1))
 
@@ -127,10 +129,12 @@ import sys
 from pathlib import Path
 from deckhouse_gpu.adapters import kube_transport
 from deckhouse_gpu.adapters.kube_client import ClientKube
+from deckhouse_gpu.adapters.kube_http import StdlibTransport
 from deckhouse_gpu.ports.kube import NODES
 kube = ClientKube(kube_transport.in_cluster_transport(account_dir=Path(sys.argv[1])))
 kube.list(NODES)
-print(sorted({name.split(".")[0] for name in sys.modules} & {"kubernetes", "pydantic", "dateutil"}))
+heavy = {"kubernetes", "pydantic", "dateutil", "urllib3"}
+print(sorted({name.split(".")[0] for name in sys.modules} & heavy))
 """
 
 
@@ -141,3 +145,38 @@ def test_in_a_pod_the_kubernetes_package_is_never_loaded(account) -> None:
     )
     assert done.stdout.strip() == "[]"
     assert callers(server) == ["gpu-handler"]
+
+
+def hang_up(server: FakeApiServer) -> None:
+    """The server reads each request and closes the connection without an answer."""
+
+    def drop(handler, request) -> bool:
+        handler.close_connection = True
+        return True
+
+    server.interceptor = drop
+
+
+def test_a_connection_is_kept_for_the_next_request_and_a_dropped_one_replaced(account) -> None:
+    server, directory, env = account
+    transport = in_cluster_transport(env, directory)
+    kube = ClientKube(transport)
+    for _ in range(5):
+        kube.list(NODES)
+    assert len(transport._idle) == 1  # one keep-alive connection carried all five
+    transport._idle[0].sock.shutdown(socket.SHUT_RDWR)  # as if the server had closed it while idle
+    kube.create(NODES, {"metadata": {"name": "n1"}})  # a write, so it must go once, on a fresh one
+    assert [r.method for r in server.requests].count("POST") == 1
+    assert kube.get(NODES, "n1")["metadata"]["name"] == "n1"
+
+
+def test_a_read_is_retried_once_and_a_write_never_after_it_was_sent(account) -> None:
+    server, directory, env = account
+    kube = ClientKube(in_cluster_transport(env, directory), connect_timeout=1, read_timeout=2)
+    hang_up(server)
+    with pytest.raises(Unavailable, match="GET /api/v1/nodes"):
+        kube.list(NODES)
+    assert [r.method for r in server.requests] == ["GET", "GET"]
+    with pytest.raises(Unavailable, match="POST /api/v1/nodes"):
+        kube.create(NODES, {"metadata": {"name": "n1"}})
+    assert [r.method for r in server.requests] == ["GET", "GET", "POST"]  # the server may have acted

@@ -16,10 +16,13 @@ import json
 from collections.abc import Iterator, Sequence
 from urllib.parse import quote
 
-import urllib3
-
 from deckhouse_gpu.adapters.kube_json import decode
-from deckhouse_gpu.adapters.kube_transport import Transport, in_cluster_transport, kubeconfig_transport
+from deckhouse_gpu.adapters.kube_transport import (
+    Response,
+    Transport,
+    in_cluster_transport,
+    kubeconfig_transport,
+)
 from deckhouse_gpu.ports.kube import (
     AlreadyExists,
     Conflict,
@@ -142,7 +145,7 @@ class ClientKube:
         response = self._request(method, path, query, body, content_type)
         try:
             data = response.data
-        except (urllib3.exceptions.HTTPError, OSError) as error:
+        except OSError as error:
             raise Unavailable(f"{method} {path}: {error}") from error
         try:
             decoded = decode(data)
@@ -160,14 +163,14 @@ class ClientKube:
         body: Object | None = None,
         content_type: str = JSON,
         read_timeout: float | None = None,
-    ) -> urllib3.BaseHTTPResponse:
+    ) -> Response:
         headers = {"Accept": JSON, "Content-Type": content_type}
         timeout = (self._connect_timeout, read_timeout or self._read_timeout)
         response = self._transport.request(method, path, query, headers, body, timeout)
         if not 200 <= response.status < 300:
             try:
                 data = response.data
-            except (urllib3.exceptions.HTTPError, OSError):
+            except OSError:
                 data = b""
             raise _error(response.status, data, f"{method} {path}")
         return response
@@ -235,7 +238,7 @@ def _error(status: int, data: bytes, what: str) -> KubeError:
     return KubeError(text)
 
 
-def _events(response: urllib3.BaseHTTPResponse, path: str) -> Iterator[WatchEvent]:
+def _events(response: Response, path: str) -> Iterator[WatchEvent]:
     try:
         for line in _lines(response):
             try:
@@ -247,7 +250,7 @@ def _events(response: urllib3.BaseHTTPResponse, path: str) -> Iterator[WatchEven
                 raise _error(int(status.get("code") or 500), json.dumps(status).encode(), f"WATCH {path}")
             if event.get("type") in _WATCH_TYPES:
                 yield WatchEvent(event["type"], event["object"])
-    except (urllib3.exceptions.HTTPError, OSError) as error:
+    except OSError as error:
         raise Unavailable(f"WATCH {path}: {error}") from error
     finally:
         # Leaving early must not hand a half-read stream back to the pool.
@@ -255,7 +258,7 @@ def _events(response: urllib3.BaseHTTPResponse, path: str) -> Iterator[WatchEven
         response.release_conn()
 
 
-def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+def _lines(response: Response) -> Iterator[bytes]:
     pending = b""
     while True:
         # read1 returns what has arrived, chunked or not, instead of waiting to fill a buffer.
