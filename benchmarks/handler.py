@@ -107,6 +107,10 @@ def measure_handler(label: str, server: FakeApiServer, argv: list[str], env: dic
     line("  start to all cards filled and published", startup * 1000, "ms", 0)
     line("  resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
     line("  of it private, not shared libraries (RssAnon)", memory["RssAnon"], "MiB")
+    libraries = ", ".join(
+        f"{k.removeprefix('lib:')} {v:.1f}" for k, v in memory.items() if k.startswith("lib:")
+    )
+    print(f"      largest shared libraries (MiB): {libraries}")
     line("  peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
 
 

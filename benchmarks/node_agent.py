@@ -110,6 +110,10 @@ def report_process(label: str, measured: tuple[float, dict[str, float]] | None) 
     line("  start to first successful pass (readyz 200)", startup * 1000, "ms", 0)
     line("  resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
     line("  of it private, not shared libraries (RssAnon)", memory["RssAnon"], "MiB")
+    libraries = ", ".join(
+        f"{k.removeprefix('lib:')} {v:.1f}" for k, v in memory.items() if k.startswith("lib:")
+    )
+    print(f"      largest shared libraries (MiB): {libraries}")
     line("  peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
 
 
