@@ -70,8 +70,10 @@ PAIRS = [
 
 @dataclass(frozen=True)
 class Snapshot:
-    open_fds: int
-    threads: int
+    # Which descriptors and threads exist, not how many: a leak is one that was not there before
+    # and still is; what other tests of the same process close or end meanwhile is not a drift.
+    open_fds: frozenset[str]
+    threads: frozenset[int]
     rss_mib: float
     cdi_files: int
     plugin_files: int
@@ -82,6 +84,17 @@ class Snapshot:
 
 def _files(*roots: Path) -> int:
     return sum(len(files) for root in roots for _, _, files in os.walk(root))
+
+
+def _descriptors() -> frozenset[str]:
+    """Each open descriptor as ``<number>:<what it points at>``, so a reused number counts anew."""
+    found = set()
+    for number in os.listdir("/proc/self/fd"):
+        try:
+            found.add(f"{number}:{os.readlink(f'/proc/self/fd/{number}')}")
+        except OSError:  # the one listdir itself had open, closed already
+            continue
+    return frozenset(found)
 
 
 def _rss_mib() -> float:
@@ -124,8 +137,8 @@ class SoakNode:
         plugin_dirs = (world.checkpoint_path.parent, world.root / "host" / PLUGIN_DIR.lstrip("/"))
         checkpoint = world.checkpoint_path
         return Snapshot(
-            open_fds=len(os.listdir("/proc/self/fd")),
-            threads=threading.active_count(),
+            open_fds=_descriptors(),
+            threads=frozenset(thread.ident or 0 for thread in threading.enumerate()),
             rss_mib=round(_rss_mib(), 1),
             cdi_files=_files(world.cdi_root),
             plugin_files=_files(*plugin_dirs),
@@ -145,8 +158,14 @@ class SoakResult:
     rss_trend: list[float]  # resident MiB after each tenth of the cycles: flat, or a leak
 
     def drift(self) -> dict[str, float]:
+        """The change of each figure; for descriptors and threads, how many are new and still open."""
         before, after = asdict(self.start), asdict(self.end)
-        return {key: round(after[key] - before[key], 1) for key in before}
+        return {
+            key: len(after[key] - before[key])
+            if isinstance(before[key], frozenset)
+            else round(after[key] - before[key], 1)
+            for key in before
+        }
 
 
 def soak(root: Path, cycles: int, warmup: int = WARMUP_CYCLES) -> SoakResult:

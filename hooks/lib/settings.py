@@ -4,8 +4,8 @@
 """Internal values derived from the module's settings: pure logic of the derive_settings hook.
 
 The templates read only these derived values, so every decision (high availability, log level,
-how the driver root is mounted, which DRA features gpu-handler uses) is made once, here, where it
-is tested, instead of in template conditionals.
+how the driver root is mounted, which DRA features gpu-handler uses, which MIG profiles it offers)
+is made once, here, where it is tested, instead of in template conditionals.
 """
 
 from __future__ import annotations
@@ -54,6 +54,33 @@ def driver_root_mount(root: str) -> dict[str, str]:
     }
 
 
+class SettingsError(ValueError):
+    """Settings the schema accepts but that cannot work; the hook fails with this message, so the
+    module's run reports it and the running release stays as it was."""
+
+
+def mig_profiles(rules: Any) -> list[dict[str, Any]]:
+    """dra.migProfiles for gpu-handler: the schema checked each rule's fields; what it cannot check
+    is a rule that repeats an earlier one's device and nodeSelector, which could never apply (the
+    first match wins) and is most likely a mistake. Whether a model has the profiles named is
+    known only on its nodes: gpu-handler reports that there."""
+    normalised: list[dict[str, Any]] = []
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    for index, rule in enumerate(rules if isinstance(rules, list) else []):
+        device = str(rule.get("device") or "")
+        selector = {str(k): str(v) for k, v in sorted((rule.get("nodeSelector") or {}).items())}
+        key = (device, tuple(selector.items()))
+        if key in seen:
+            raise SettingsError(
+                f"dra.migProfiles[{index}] repeats the device {device!r} and nodeSelector of "
+                f"dra.migProfiles[{seen[key]}], so it would never apply: merge or remove one of them"
+            )
+        seen[key] = index
+        profiles = sorted({str(name) for name in rule.get("profiles") or []})
+        normalised.append({"device": device, "nodeSelector": selector, "profiles": profiles})
+    return normalised
+
+
 def derive(settings: Mapping[str, Any], global_values: Mapping[str, Any]) -> dict[str, Any]:
     dra = settings.get("dra") or {}
     return {
@@ -63,5 +90,7 @@ def derive(settings: Mapping[str, Any], global_values: Mapping[str, Any]) -> dic
         "dra": {
             "partitionableDevices": DRA_MODES.get(str(dra.get("partitionableDevices")), "auto"),
             "consumableCapacity": DRA_MODES.get(str(dra.get("consumableCapacity")), "auto"),
+            "deviceTaints": DRA_MODES.get(str(dra.get("deviceTaints")), "auto"),
+            "migProfiles": mig_profiles(dra.get("migProfiles") or []),
         },
     }

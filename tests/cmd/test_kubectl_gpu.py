@@ -142,7 +142,7 @@ def test_explain_where_it_fits_and_why_not_elsewhere(world: World) -> None:
     assert why["h100"][1] == "no"
     assert why["h100"][2] == (
         "ml/two gpu: 1 of 78 devices fit; 75 not of DeviceClass gpu-h100-80gb; "
-        "1 counter memory exhausted (held by ml/small); 1 in use (held by ml/big)"
+        "1 counter memory-slice-0 exhausted (held by ml/small); 1 in use (held by ml/big)"
     )
     assert out.rstrip().endswith("The claims fit on no node.")
     assert world.reads()["/api/v1/namespaces/ml/pods/wants-two"] == 1

@@ -34,7 +34,12 @@ def test_defaults_follow_the_cluster_and_use_every_feature_automatically() -> No
             "propagation": "None",
             "driverMount": "/driver-root",
         },
-        "dra": {"partitionableDevices": "auto", "consumableCapacity": "auto"},
+        "dra": {
+            "partitionableDevices": "auto",
+            "consumableCapacity": "auto",
+            "deviceTaints": "auto",
+            "migProfiles": [],
+        },
     }
 
 
@@ -79,8 +84,14 @@ def test_a_trailing_slash_does_not_change_the_mount() -> None:
 
 @pytest.mark.parametrize(("mode", "flag"), [("Auto", "auto"), ("Enabled", "on"), ("Disabled", "off")])
 def test_dra_feature_modes_become_handler_flags(mode: str, flag: str) -> None:
-    dra = derived({"dra": {"partitionableDevices": mode, "consumableCapacity": mode}})["dra"]
-    assert dra == {"partitionableDevices": flag, "consumableCapacity": flag}
+    names = ("partitionableDevices", "consumableCapacity", "deviceTaints")
+    dra = derived({"dra": dict.fromkeys(names, mode)})["dra"]
+    assert dra == {
+        "partitionableDevices": flag,
+        "consumableCapacity": flag,
+        "deviceTaints": flag,
+        "migProfiles": [],
+    }
 
 
 def test_only_the_derived_values_are_patched() -> None:

@@ -42,6 +42,10 @@ def nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[st
     yield path, schema
     for name, child in (schema.get("properties") or {}).items():
         yield from nodes(child, f"{path}.{name}" if path else name)
+    if isinstance(schema.get("items"), dict) and (
+        schema["items"].get("properties") or "description" in schema["items"]
+    ):
+        yield from nodes(schema["items"], f"{path}[]")  # a list of objects: its fields are settings too
 
 
 @pytest.mark.parametrize(
@@ -61,7 +65,12 @@ def test_a_bare_module_config_gets_safe_defaults() -> None:
         "managedNodes": {"optOutLabel": "gpu.deckhouse.io/disabled"},
         "nvidiaDriverRoot": "/",
         "cdiRoot": "/etc/cdi",
-        "dra": {"partitionableDevices": "Auto", "consumableCapacity": "Auto"},
+        "dra": {
+            "partitionableDevices": "Auto",
+            "consumableCapacity": "Auto",
+            "deviceTaints": "Auto",
+            "migProfiles": [],
+        },
         "health": {"gracePeriodSeconds": 30},
         "monitoring": {"dcgm": {"enabled": True}},
     }
@@ -83,6 +92,7 @@ def test_a_bare_module_config_gets_safe_defaults() -> None:
         ({"cdiRoot": "/tmp/cdi"}, "cdiRoot: '/tmp/cdi' does not match"),
         ({"dra": {"partitionableDevices": "auto"}}, "dra.partitionableDevices: 'auto' is not one of"),
         ({"dra": {"consumableCapacity": "On"}}, "dra.consumableCapacity: 'On' is not one of"),
+        ({"dra": {"deviceTaints": "off"}}, "dra.deviceTaints: 'off' is not one of"),
         (
             {"health": {"gracePeriodSeconds": -1}},
             "health.gracePeriodSeconds: -1 is less than the minimum of 0",
@@ -138,7 +148,9 @@ def test_every_setting_is_described_in_english_and_russian() -> None:
             f"{path}: the Russian text is not Russian"
         )
     for path, node in twin.items():
-        assert set(node) <= {"description", "properties"}, f"{path}: the twin holds only descriptions"
+        assert set(node) <= {"description", "properties", "items"}, (
+            f"{path}: the twin holds only descriptions"
+        )
 
 
 def test_values_extend_the_settings_and_declare_the_hook_values() -> None:

@@ -87,7 +87,11 @@ def test_the_handler_gets_the_cdi_root_dra_modes_and_grace_period() -> None:
     custom = render(
         module_values(
             {
-                "dra": {"partitionableDevices": "Disabled", "consumableCapacity": "Enabled"},
+                "dra": {
+                    "partitionableDevices": "Disabled",
+                    "consumableCapacity": "Enabled",
+                    "deviceTaints": "Disabled",
+                },
                 "health": {"gracePeriodSeconds": 90},
             }
         )
@@ -95,9 +99,11 @@ def test_the_handler_gets_the_cdi_root_dra_modes_and_grace_period() -> None:
     (main,) = pod_spec(handler(custom))["containers"]
     variables = env(main)
     assert (variables["DRA_PARTITIONABLE"], variables["DRA_CONSUMABLE_CAPACITY"]) == ("off", "on")
+    assert variables["DRA_DEVICE_TAINTS"] == "off"
     assert "--health-grace-seconds=90" in main["args"]
     (default,) = pod_spec(handler(RENDERED["defaults"]))["containers"]
     assert (env(default)["DRA_PARTITIONABLE"], env(default)["DRA_CONSUMABLE_CAPACITY"]) == ("auto", "auto")
+    assert env(default)["DRA_DEVICE_TAINTS"] == "auto"
     assert "--health-grace-seconds=30" in default["args"]
 
 

@@ -131,7 +131,7 @@ def test_the_role_lets_the_handler_create_and_delete_pods_in_its_namespace_only(
     role = rendered.get("Role", "gpu-handler:mps-daemons")
     assert role["metadata"]["namespace"] == "d8-gpu"
     assert role["rules"] == [
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete"]}
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "create", "delete"]}
     ]
     binding = rendered.get("RoleBinding", "gpu-handler:mps-daemons")
     assert binding["roleRef"] == {

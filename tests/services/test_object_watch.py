@@ -6,10 +6,11 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.ports.kube import NODES, WatchEvent
-from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.ports.kube import NODES, Unavailable, WatchEvent
+from deckhouse_gpu.services.object_watch import start_watch, watch_objects
 from testkit.waiting import wait_for
 
 
@@ -37,3 +38,58 @@ def test_a_field_selector_applies_to_the_watch_as_to_the_list() -> None:
         stop.set()
         api.patch(NODES, "w1", {"metadata": {"labels": {"a": "stop"}}})  # wakes the waiting watch
         thread.join(timeout=5)
+
+
+class _Failing:
+    """An API whose lists fail ``times`` times (with the server's Retry-After, when given)."""
+
+    def __init__(self, api: MemoryKube, times: int, retry_after: float | None = None) -> None:
+        self.api, self.times, self.retry_after = api, times, retry_after
+
+    def list(self, *args: Any, **kwargs: Any) -> Any:
+        if self.times:
+            self.times -= 1
+            raise Unavailable("GET /api/v1/nodes: 429 TooManyRequests", retry_after=self.retry_after)
+        return self.api.list(*args, **kwargs)
+
+    def watch(self, *args: Any, **kwargs: Any) -> Any:
+        return self.api.watch(*args, **kwargs)
+
+
+class _Waits(threading.Event):
+    """A stop event that records each wait and stops after the first success."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits.append(float(timeout or 0.0))
+        return self.is_set()
+
+
+def _failed_lists(times: int, retry_after: float | None = None) -> list[float]:
+    stop = _Waits()
+
+    def on_change(event: WatchEvent | None) -> None:
+        stop.set()
+
+    api = MemoryKube()
+    api.create(NODES, {"metadata": {"name": "w1"}})
+    failing = _Failing(api, times, retry_after)
+    thread = threading.Thread(
+        target=watch_objects, args=(failing, NODES, None, on_change, stop), kwargs={"draw": lambda: 0.0}
+    )
+    thread.start()
+    wait_for(lambda: not failing.times)
+    api.patch(NODES, "w1", {"metadata": {"labels": {"a": "1"}}})  # the watch's first event stops it
+    thread.join(timeout=5)
+    return stop.waits
+
+
+def test_failed_lists_back_off_exponentially_up_to_the_cap() -> None:
+    assert _failed_lists(8) == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0]
+
+
+def test_a_throttled_list_waits_at_least_the_servers_retry_after() -> None:
+    assert _failed_lists(2, retry_after=5.0) == [5.0, 5.0]

@@ -4,6 +4,8 @@
 import threading
 import time
 
+import pytest
+
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
@@ -32,11 +34,27 @@ def run_loop(recorder: Recorder, timing: LoopTiming) -> tuple[TriggerLoop, threa
 
 
 def test_backoff_grows_and_is_capped():
-    loop = TriggerLoop(Recorder([]), HealthState(), SystemClock(), LoopTiming(0.0, 1, 5))
+    # draw 0: the top of each jittered step.
+    loop = TriggerLoop(Recorder([]), HealthState(), SystemClock(), LoopTiming(0.0, 1, 5), draw=lambda: 0.0)
     delays = [loop._next_delay(PassOutcome(False, 99)) for _ in range(5)]
     assert delays == [1, 2, 4, 5, 5]
     assert loop._next_delay(PassOutcome(True, 42)) == 42
     assert loop._next_delay(PassOutcome(False, 99)) == 1  # a success resets the backoff
+
+
+def test_backoff_is_jittered_into_the_upper_half_of_each_step():
+    draws = iter([0.999, 0.5, 0.0])
+    loop = TriggerLoop(
+        Recorder([]), HealthState(), SystemClock(), LoopTiming(0.0, 2, 60), draw=lambda: next(draws)
+    )
+    delays = [loop._next_delay(PassOutcome(False, 99)) for _ in range(3)]
+    assert delays == pytest.approx([1.001, 3.0, 8.0])
+
+
+def test_a_failed_pass_waits_at_least_the_servers_retry_after_capped():
+    loop = TriggerLoop(Recorder([]), HealthState(), SystemClock(), LoopTiming(0.0, 1, 30), draw=lambda: 0.0)
+    assert loop._next_delay(PassOutcome(False, 99, retry_after=7.0)) == 7.0
+    assert loop._next_delay(PassOutcome(False, 99, retry_after=3600.0)) == 10.0  # RETRY_AFTER_CAP_SECONDS
 
 
 def test_a_burst_of_triggers_makes_one_pass_and_failed_triggers_are_kept():

@@ -75,8 +75,13 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
     assert "device health sent" not in sections[5]  # inside the grace nothing is reported yet
     assert health + "Unhealthy: HardwareHealthy=Unknown (NVMLQueryFailed): 0000:2a:00.0: " in sections[6]
     assert "GPU is lost" in sections[6]
+    # Health as device taints: the lost card's devices stay published, tainted, then untainted.
+    taint = "ResourceSlices: gpu-h100-hgx card 0000:2a:00.0 "
+    assert taint + "tainted gpu.deckhouse.io/unhealthy=GPULost:NoExecute" in sections[6]
+    assert "ResourceSlices:" not in sections[5]
     assert column(table(sections[7]), lost, "HARDWAREHEALTHY") == "True"
     assert health + "Healthy" in sections[7]
+    assert taint + "untainted" in sections[7]
 
     sharing_rows = [
         line for line in sections[8].splitlines() if line.startswith("gpu-a100-40-gpu-deckhouse-io")

@@ -78,6 +78,7 @@ class Card:
     labels: dict[str, str]
     memory_mib: int
     instances: tuple[Instance, ...]
+    utilization: float | None = None  # None: 35 % + 10 % per index
 
 
 def pci_bus_id(address: str) -> str:
@@ -86,27 +87,41 @@ def pci_bus_id(address: str) -> str:
     return f"{int(domain, 16):08X}:{rest.upper()}"
 
 
-def _instances(card: Mapping[str, Any], devices: Iterable[str]) -> tuple[Instance, ...]:
+def _instances(
+    card: Mapping[str, Any], devices: Iterable[str], ids: Mapping[str, int]
+) -> tuple[Instance, ...]:
+    """The card's instances among ``devices``; their GPU instance IDs from ``ids`` (device name ->
+    ID, what the node's driver gave), else numbered from 1 in placement order."""
     address = card["status"]["pciInfo"]["address"]
     profiles = (
         ((card["status"].get("capabilities") or {}).get("nvidia") or {}).get("mig", {}).get("profiles", ())
     )
     wanted = set(devices)
     found = [
-        (placement["start"], profile)
+        (placement["start"], mig_name(address, profile["name"], placement["start"]), profile)
         for profile in profiles
         for placement in profile["placements"]
         if mig_name(address, profile["name"], placement["start"]) in wanted
     ]
     return tuple(
-        Instance(profile["name"], instance_id, profile["memoryMiB"])
-        for instance_id, (_start, profile) in enumerate(sorted(found, key=lambda item: item[0]), start=1)
+        Instance(profile["name"], ids.get(name, number), profile["memoryMiB"])
+        for number, (_start, name, profile) in enumerate(sorted(found, key=lambda item: item[0]), start=1)
     )
 
 
-def node_cards(node: str, cards: Iterable[Mapping[str, Any]], mig_devices: Iterable[str]) -> list[Card]:
-    """The node's cards as DCGM numbers them (PCI order), with the MIG instances of ``mig_devices``."""
+def node_cards(
+    node: str,
+    cards: Iterable[Mapping[str, Any]],
+    mig_devices: Iterable[str],
+    uuids: Mapping[str, str] | None = None,
+    instance_ids: Mapping[str, int] | None = None,
+    utilization: Mapping[str, float] | None = None,
+) -> list[Card]:
+    """The node's cards as DCGM numbers them (PCI order), with the MIG instances of ``mig_devices``;
+    ``uuids`` (PCI address -> UUID) and ``instance_ids`` (MIG device -> GPU instance ID) as the
+    node's driver has them, ``utilization`` (PCI address -> %) for cards that are not the default's."""
     devices = list(mig_devices)
+    uuids, ids, busy = uuids or {}, instance_ids or {}, utilization or {}
     mine = sorted(
         (c for c in cards if (c["status"].get("nodeInfo") or {}).get("nodeName") == node),
         key=lambda c: c["status"]["pciInfo"]["address"],
@@ -117,7 +132,7 @@ def node_cards(node: str, cards: Iterable[Mapping[str, Any]], mig_devices: Itera
         nvidia = (status.get("currentState") or {}).get("nvidia") or {}
         labels = {
             "gpu": str(index),
-            "UUID": str(nvidia.get("gpuUUID", f"GPU-{index}")),
+            "UUID": uuids.get(status["pciInfo"]["address"]) or str(nvidia.get("gpuUUID", f"GPU-{index}")),
             "pci_bus_id": pci_bus_id(status["pciInfo"]["address"]),
             "device": f"nvidia{index}",
             "modelName": str((status.get("capabilities") or {}).get("productName", "NVIDIA GPU")),
@@ -125,13 +140,16 @@ def node_cards(node: str, cards: Iterable[Mapping[str, Any]], mig_devices: Itera
             "DCGM_FI_DRIVER_VERSION": str(nvidia.get("driverVersion", "")),
         }
         memory = int((status.get("capabilities") or {}).get("memoryMiB", 16384))
-        found.append(Card(index, labels, memory, _instances(card, devices)))
+        address = status["pciInfo"]["address"]
+        found.append(Card(index, labels, memory, _instances(card, devices, ids), busy.get(address)))
     return found
 
 
 def _value(name: str, card: Card, instance: Instance | None) -> float:
     memory = instance.memory_mib if instance else card.memory_mib
-    used = memory // (4 + card.index)
+    # Each instance its own figure, so a join with the wrong instance shows.
+    used = memory // 4 + 100 * instance.instance_id if instance else memory // (4 + card.index)
+    busy = 35.0 + 10 * card.index if card.utilization is None else card.utilization
     return {
         "DCGM_FI_DEV_SM_CLOCK": 1410.0,
         "DCGM_FI_DEV_MEM_CLOCK": 1215.0,
@@ -139,7 +157,7 @@ def _value(name: str, card: Card, instance: Instance | None) -> float:
         "DCGM_FI_DEV_GPU_TEMP": 52.0 + card.index,
         "DCGM_FI_DEV_POWER_USAGE": 71.5 + 10 * card.index,
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 1.5e9,
-        "DCGM_FI_DEV_GPU_UTIL": 35.0 + 10 * card.index,
+        "DCGM_FI_DEV_GPU_UTIL": busy,
         "DCGM_FI_DEV_MEM_COPY_UTIL": 12.0,
         "DCGM_FI_DEV_FB_USED": float(used),
         "DCGM_FI_DEV_FB_FREE": float(memory - used),

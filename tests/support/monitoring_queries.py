@@ -39,6 +39,21 @@ def alert_expressions() -> list[Expression]:
     ]
 
 
+def recording_expressions() -> list[Expression]:
+    """The recording rules: ``where`` names the series each one records."""
+    return [
+        Expression(f"{path.name}: {rule['record']}", str(rule["expr"]))
+        for path in rule_files()
+        for group in yaml.safe_load(as_prometheus_loads(path))["groups"]
+        for rule in group["rules"]
+        if "record" in rule
+    ]
+
+
+def recorded_names() -> set[str]:
+    return {e.where.split(": ", 1)[1] for e in recording_expressions()}
+
+
 def dashboards() -> list[Path]:
     return sorted(DASHBOARDS.glob("*/*.json"))
 

@@ -6,12 +6,14 @@ and dashboards against a real Prometheus.
 
 The cluster (a fake API server in front of realistic objects): node ``h100`` with three H100s, one
 whole card and two MIG instances allocated and prepared and one card whose NVML fails; node
-``a100`` sharing its card, one share taken; node ``a30`` with a free card; node ``t4`` without a
-driver validator, so its driver is not ready. The sources: the real gpu-controller and
-gpu-dra-controller processes against that API server, one dcgm-exporter stand-in per node
+``a100`` sharing its card, two shares taken (namespaces ml and lab); node ``a30`` with a free
+card; node ``t4`` without a driver validator, so its driver is not ready. The sources: the real
+gpu-controller and gpu-dra-controller processes against that API server, one dcgm-exporter stand-in per node
 (tests/support/dcgm_fixture.py), and per node gpu-node-agent's and (where the driver is ready)
 gpu-handler's metrics from their own services run on a simulated node of the same cards
-(tests/support/node_metrics_world.py).
+(tests/support/node_metrics_world.py). Each dcgm-exporter stand-in reports what gpu-handler's node
+holds (card UUIDs, MIG instance IDs); the whole card of ml/big is idle (IDLE_UTILIZATION), the
+shared card of a100 busy (SHARED_UTILIZATION).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ NAMESPACE = "d8-gpu"
 VALIDATED_NODES = ("h100", "a100", "a30")
 UNHEALTHY_CARD = "h100-0000-20-00-0"
 CLAIMS_NAMESPACE = "ml"
+IDLE_CARD = ("h100", node_metrics_world.addresses(3)[1])  # node_metrics_world prepares ml/big there
+IDLE_UTILIZATION = 2.0
+SHARED_UTILIZATION = 60.0
 
 
 def build() -> GpuCluster:
@@ -55,6 +60,7 @@ def build() -> GpuCluster:
     cluster.claim(
         CLAIMS_NAMESPACE, "notebook", "gpu-a100-40gb-shared", 1, node="a100", pod="notebook", share="25"
     )
+    cluster.claim("lab", "lab", "gpu-a100-40gb-shared", 1, node="a100", pod="lab", share="50")
     card = cluster.kube.get(PHYSICAL_GPUS, UNHEALTHY_CARD)
     conditions = [
         {**c, "status": "Unknown", "reason": "NVMLQueryFailed", "message": "GPU is lost"}
@@ -115,15 +121,22 @@ def running(cluster: GpuCluster, workdir: Path) -> Iterator[list[Target]]:
             Target(job, f"127.0.0.1:{port}", {"namespace": NAMESPACE, "pod": f"{job}-0"})
             for job, port in ports.items()
         ]
+        node_targets, held = stack.enter_context(node_metrics_world.serving(workdir / "nodes", NAMESPACE))
         cards = cluster.kube.list(PHYSICAL_GPUS).items
         for node in ("h100", "a100", "a30", "t4"):
-            body = dcgm_fixture.exposition(dcgm_fixture.node_cards(node, cards, mig_devices(cluster, node)))
-            exporter = dcgm_fixture.serve(body)
+            hardware = held.get(node) or node_metrics_world.Hardware()
+            busy = {IDLE_CARD[1]: IDLE_UTILIZATION} if node == IDLE_CARD[0] else {}
+            if node == "a100":
+                busy = dict.fromkeys(node_metrics_world.addresses(1), SHARED_UTILIZATION)
+            devices = list(hardware.mig_instances) if node in held else mig_devices(cluster, node)
+            found = dcgm_fixture.node_cards(
+                node, cards, devices, hardware.uuids, hardware.mig_instances, busy
+            )
+            exporter = dcgm_fixture.serve(dcgm_fixture.exposition(found))
             stack.callback(exporter.shutdown)
             labels = {"namespace": NAMESPACE, "pod": f"nvidia-dcgm-exporter-{node}", "node": node}
             targets.append(Target("nvidia-dcgm-exporter", f"127.0.0.1:{exporter.server_address[1]}", labels))
-        targets += stack.enter_context(node_metrics_world.serving(workdir / "nodes", NAMESPACE))
-        yield targets
+        yield targets + node_targets
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -12,11 +12,18 @@ them. gpu-handler runs only where the driver is ready (not on node t4). What hap
 - every node: gpu-node-agent's inventory pass over its cards after a udev ``add`` event; on h100
   the API server refuses its first write (Unavailable) and the pass is repeated;
 - h100: gpu-handler's passes (capabilities, publish) with the third card's NVML failing and the
-  first status write refused (Conflict); a claim of two MIG instances and one of a whole card
-  prepared; a claim of the whole MIG card refused (a conflict); a whole card prepared and
-  unprepared again; a MIG instance that cannot be destroyed (its unprepare fails and is retried);
-- a100: gpu-handler's pass, a quarter of the card prepared as a share;
+  first status write refused (Conflict); ml/small (two MIG instances, Pod train) and ml/big (a
+  whole card, Pod big) prepared; a claim of the whole MIG card refused (a conflict); a whole card
+  prepared and unprepared again; a MIG instance that cannot be destroyed (its unprepare fails and
+  is retried);
+- a100: gpu-handler's pass, two shares of the card prepared: ml/notebook (25 %, Pod notebook) and
+  lab/lab (50 %, Pod lab);
 - a30: gpu-handler's pass only.
+
+The claims are the monitoring world's (tests/support/monitoring_world.py), reserved for the same
+Pods; what the cards then hold (their UUIDs, the MIG instances and their IDs) is handed to the
+dcgm-exporter stand-ins, so DCGM's series and gpu-handler's prepared-device info describe the same
+hardware.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +50,14 @@ from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.model import mig_name, physical_name
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
-from deckhouse_gpu.ports.kube import NODES, Conflict, Unavailable
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, Conflict, Unavailable
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync
 from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.prepare import PrepareService
 from deckhouse_gpu.services.prepare_observer import PrepareObserver
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from testkit.prepare_world import NODE, PrepareWorld, allocate, allocate_share, build_world
@@ -57,6 +66,15 @@ from tests.support.prometheus_server import Target
 # The monitoring world's nodes: model and number of cards, at the addresses GpuCluster gives them.
 NODES_CARDS = {"h100": ("h100-80gb", 3), "a100": ("a100-40gb", 1), "a30": ("a30", 1), "t4": ("t4", 1)}
 HANDLER_NODES = ("h100", "a100", "a30")  # where the driver is ready
+CLASSES = {"h100": "gpu-h100-80gb", "a100": "gpu-a100-40gb-shared"}
+
+
+@dataclass
+class Hardware:
+    """What a node's cards hold after gpu-handler's work, as DCGM would report it."""
+
+    uuids: dict[str, str] = field(default_factory=dict)  # PCI address -> card UUID
+    mig_instances: dict[str, int] = field(default_factory=dict)  # MIG device name -> GPU instance ID
 
 
 def addresses(count: int) -> list[str]:
@@ -95,7 +113,25 @@ def _handler_pass(world: PrepareWorld, metrics: HandlerMetrics, node: str) -> No
     loop._pass([])
 
 
-def _prepare(world: PrepareWorld, metrics: HandlerMetrics, node: str) -> None:
+def _reserve(world: PrepareWorld, obj: dict[str, Any], pod: str, device_class: str) -> ClaimRef:
+    """The claim's request names its DeviceClass and the claim is reserved for ``pod``, as the
+    scheduler leaves a claim it allocated for a Pod."""
+    meta = obj["metadata"]
+    name, namespace = meta["name"], meta["namespace"]
+    exactly = {
+        **(((obj.get("spec") or {}).get("devices") or {}).get("requests") or [{}])[0].get("exactly", {})
+    }
+    exactly["deviceClassName"] = device_class
+    world.api.patch(
+        RESOURCE_CLAIMS, name, {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}},
+        namespace=namespace,
+    )  # fmt: skip
+    reserved = {"reservedFor": [{"resource": "pods", "name": pod, "uid": f"uid-{pod}"}]}
+    world.api.patch(RESOURCE_CLAIMS, name, {"status": reserved}, subresource="status", namespace=namespace)
+    return ClaimRef(namespace, meta["uid"], name)
+
+
+def _prepare(world: PrepareWorld, metrics: HandlerMetrics, node: str) -> PrepareService:
     service = world.service(observer=PrepareObserver(metrics))
     service.store = MeteredCheckpointStore(service.store, metrics)
     service.mig = MeteredMig(service.mig, metrics)
@@ -108,8 +144,11 @@ def _prepare(world: PrepareWorld, metrics: HandlerMetrics, node: str) -> None:
 
     if node == "h100":
         instances = (mig_name(cards[0], "1g.10gb", 0), mig_name(cards[0], "1g.10gb", 1))
-        small = claim(allocate(world.api, "small", *instances))
-        big = claim(allocate(world.api, "big", physical_name(cards[1])))
+        mig_class = f"{CLASSES[node]}-mig-1g.10gb"
+        small = _reserve(world, allocate(world.api, "small", *instances, namespace="ml"), "train", mig_class)
+        big = _reserve(
+            world, allocate(world.api, "big", physical_name(cards[1]), namespace="ml"), "big", CLASSES[node]
+        )
         clash = claim(allocate(world.api, "clash", physical_name(cards[0])))
         service.prepare([small, big, clash])  # the last conflicts with the MIG instances
         done = claim(allocate(world.api, "done", physical_name(cards[2])))
@@ -120,10 +159,40 @@ def _prepare(world: PrepareWorld, metrics: HandlerMetrics, node: str) -> None:
         world.mig.inner.fail_next(cards[2], MigOp.DESTROY, "In use by another client")
         service.unprepare([stuck])
     elif node == "a100":
-        service.prepare([claim(allocate_share(world.api, "notebook", physical_name(cards[0]), "25", None))])
+        shares = (("notebook", "ml", "25"), ("lab", "lab", "50"))
+        service.prepare(
+            [
+                _reserve(
+                    world,
+                    allocate_share(world.api, name, physical_name(cards[0]), percent, None, namespace),
+                    name,
+                    CLASSES[node],
+                )
+                for name, namespace, percent in shares
+            ]
+        )
+    return service
 
 
-def handler_pass(node: str, root: Path) -> HandlerMetrics:
+def hardware(world: PrepareWorld, service: PrepareService) -> Hardware:
+    found = Hardware()
+    for card in world.api.list(PHYSICAL_GPUS).items:
+        status = card.get("status") or {}
+        uuid = ((status.get("currentState") or {}).get("nvidia") or {}).get("gpuUUID")
+        if uuid:
+            found.uuids[status["pciInfo"]["address"]] = str(uuid)
+    for entry in service.store.load().checkpoint.claims.values():
+        for plan in entry.devices:
+            for record in entry.mig:
+                if plan.kind == "MIG" and (record.card, record.placement_start) == (
+                    plan.card,
+                    plan.placement_start,
+                ):
+                    found.mig_instances[plan.device] = record.gpu_instance_id
+    return found
+
+
+def handler_pass(node: str, root: Path) -> tuple[HandlerMetrics, Hardware]:
     model, count = NODES_CARDS[node]
     world = build_world(root, dict.fromkeys(addresses(count), model))
     metrics = HandlerMetrics()
@@ -131,25 +200,27 @@ def handler_pass(node: str, root: Path) -> HandlerMetrics:
         world.nvml.fail_device(addresses(count)[2], "GPU is lost")  # the card the world finds unhealthy
     _handler_pass(world, metrics, node)
     world.nvml.clear_failures()
-    _prepare(world, metrics, node)
-    return metrics
+    service = _prepare(world, metrics, node)
+    return metrics, hardware(world, service)
 
 
 @contextlib.contextmanager
-def serving(workdir: Path, namespace: str) -> Iterator[list[Target]]:
-    """Every node's gpu-node-agent and every driver-ready node's gpu-handler, as scrape targets."""
+def serving(workdir: Path, namespace: str) -> Iterator[tuple[list[Target], dict[str, Hardware]]]:
+    """Every node's gpu-node-agent and every driver-ready node's gpu-handler, as scrape targets, and
+    what each driver-ready node's cards hold."""
     # As the components do: no creation-time series beside every counter and histogram.
     prometheus_client.disable_created_metrics()
     with contextlib.ExitStack() as stack:
         stack.callback(prometheus_client.enable_created_metrics)
-        targets = []
+        targets, held = [], {}
         for node in NODES_CARDS:
             sources = [("gpu-node-agent", agent_pass(node, workdir / "agents" / node).registry)]
             if node in HANDLER_NODES:
-                sources.append(("gpu-handler", handler_pass(node, workdir / "handlers" / node).registry))
+                metrics, held[node] = handler_pass(node, workdir / "handlers" / node)
+                sources.append(("gpu-handler", metrics.registry))
             for job, registry in sources:
                 server = serve_health(HealthState(), ("127.0.0.1", 0), time.monotonic, registry=registry)
                 stack.callback(server.shutdown)
                 labels = {"namespace": namespace, "pod": f"{job}-{node}", "node": node}
                 targets.append(Target(job, f"127.0.0.1:{server.server_address[1]}", labels))
-        yield targets
+        yield targets, held

@@ -64,7 +64,12 @@ class PrometheusServer:
                 "evaluation_interval": INTERVAL,
             },
             "rule_files": [str(workdir / "rules" / "*.yaml")],
-            "scrape_configs": [{"job_name": job, "static_configs": static} for job, static in jobs.items()],
+            # honor_labels as the module's ServiceMonitors and PodMonitors set it: gpu-handler's
+            # prepared-device info keeps the workload's namespace and pod.
+            "scrape_configs": [
+                {"job_name": job, "honor_labels": True, "static_configs": static}
+                for job, static in jobs.items()
+            ],
         }
         (workdir / "prometheus.yaml").write_text(yaml.safe_dump(config))
         self.process: subprocess.Popen[bytes] | None = None

@@ -7,6 +7,7 @@ is loaded, across nodes."""
 from __future__ import annotations
 
 from .kit import Board, Query, stat_panel, table_panel, timeseries_panel
+from .workloads import cluster_rows
 
 HEALTHY = 'max by (physicalgpu) (d8_gpu_physicalgpu_condition{condition="HardwareHealthy", status="true"})'
 READY = 'max by (physicalgpu) (d8_gpu_physicalgpu_condition{condition="DriverReady", status="true"})'
@@ -170,9 +171,9 @@ def build() -> Board:
     board = Board(
         uid="d8-gpu-cluster",
         title="GPU / Cluster",
-        description="The module's GPUs across the cluster: inventory, health, allocation, sharing and "
-        "DCGM telemetry.",
+        description="The module's GPUs across the cluster: inventory, health, allocation, sharing, "
+        "DCGM telemetry and who uses the GPUs.",
     )
-    for section in (inventory, allocation, sharing, telemetry):
+    for section in (inventory, allocation, sharing, telemetry, cluster_rows):
         section(board)
     return board

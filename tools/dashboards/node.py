@@ -7,6 +7,7 @@ telemetry card by card."""
 from __future__ import annotations
 
 from .kit import Board, Query, node_variable, table_panel, timeseries_panel
+from .workloads import node_rows
 
 NODE = 'node="$node"'
 # One series per card: DCGM also reports every MIG instance of a card in MIG mode.
@@ -127,6 +128,6 @@ def build() -> Board:
         description="The GPUs of one node: conditions, allocations and DCGM telemetry card by card.",
         variables=[node_variable("d8_gpu_physicalgpus")],
     )
-    for section in (cards, load, health):
+    for section in (cards, node_rows, load, health):
         section(board)
     return board

@@ -10,7 +10,7 @@ import pytest
 
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from tests.domain.allocation.small_slices import V134, V135
-from tests.support.allocation import World, claim_object, device, exactly, resource_slice
+from tests.support.allocation import World, claim_object, device, exactly, first_available, resource_slice
 
 
 @pytest.mark.parametrize(
@@ -50,3 +50,34 @@ def test_tolerations_are_matched_and_copied_into_the_result(toleration: dict[str
     if outcome.allocations:
         (result,) = outcome.allocations[0]["devices"]["results"]
         assert result["tolerations"] == [{k: v for k, v in {"operator": "Equal", **toleration}.items()}]
+
+
+UNHEALTHY = {"key": "gpu.deckhouse.io/unhealthy", "value": "GPULost", "effect": "NoExecute"}
+
+
+def test_an_unknown_operator_tolerates_nothing() -> None:
+    """Upstream's ToleratesTaint answers false for an operator other than Equal or Exists."""
+    world = World([resource_slice("s", [device("a", taints=[UNHEALTHY])])])
+    odd = {"key": UNHEALTHY["key"], "operator": "Matches", "value": "GPULost"}
+    outcome = world.allocate(claim_object("c", exactly("gpu", tolerations=[odd])))
+    assert outcome.error is None
+    assert outcome.allocations is None
+
+
+def test_first_available_takes_the_tolerations_of_each_subrequest() -> None:
+    """The first subrequest does not tolerate the health taint, the second does: the second wins."""
+    world = World([resource_slice("s", [device("a", taints=[UNHEALTHY])])])
+    tolerating = {"name": "any", "deviceClassName": "gpu", "tolerations": [{"operator": "Exists"}]}
+    strict = {"name": "strict", "deviceClassName": "gpu"}
+    claim = claim_object("c", first_available("gpu", strict, tolerating))
+    outcome = world.allocate(claim)
+    assert outcome.allocations is not None
+    (result,) = outcome.allocations[0]["devices"]["results"]
+    assert (result["request"], result["device"]) == ("gpu/any", "a")
+    assert result["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_an_untolerated_taint_moves_the_claim_to_an_untainted_device() -> None:
+    world = World([resource_slice("s", [device("a", taints=[UNHEALTHY]), device("b")])])
+    assert world.devices(claim_object("c", exactly("gpu"))) == [["b"]]
+    assert world.devices(claim_object("d", exactly("gpu"))) is None  # a is left, and tainted

@@ -28,9 +28,12 @@ def test_a_lost_card_warns_and_says_how_to_recover_it():
     assert event is not None
     assert (event.type, event.reason) == ("Warning", "HardwareHealthyUnknown")
     assert event.message.startswith("HardwareHealthy True -> Unknown (NVMLQueryFailed): nvmlDeviceGetUUID")
-    assert "its devices are not offered" in event.message
+    # Offered on, tainted, so the scheduler, kubectl and the user see why (domain/offers/device_taints.py).
+    assert "its devices are tainted gpu.deckhouse.io/unhealthy" in event.message
+    assert "not offered" not in event.message
     assert "dmesg" in event.message
     assert f"nvidia-smi -r -i {ADDRESS}" in event.message
+    assert len(event.message) < 400
 
 
 def test_recovery_says_the_devices_are_offered_again():
@@ -58,7 +61,16 @@ def test_each_reason_has_its_own_advice(reason, kind, hint):
     assert event is not None
     assert event.type == kind
     assert hint in event.message
+    assert "its devices are not offered" in event.message  # health unknown: withdrawn, not tainted
     assert len(event.message) < 400  # short: it is read in kubectl describe
+
+
+def test_a_card_judged_unhealthy_is_said_to_be_tainted():
+    verdict = health.Verdict(ConditionStatus.FALSE, "EccErrors", "uncorrectable ECC errors")
+    event = health_event("True", verdict, "w1", ADDRESS)
+    assert event is not None
+    assert (event.type, event.reason) == ("Warning", "HardwareHealthyFalse")
+    assert "its devices are tainted gpu.deckhouse.io/unhealthy" in event.message
 
 
 @pytest.mark.parametrize(

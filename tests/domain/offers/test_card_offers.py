@@ -44,20 +44,39 @@ def test_counter_set_and_consumption():
     counters = counter_set(card)
     assert counters is not None
     assert counters.name == "gpu-0000-17-00-0"
+    # The A30's four memory slices, and the one OFA engine that only the +me profiles and 4g.24gb
+    # use: it keeps the +me instances to one per card. Memory, multiprocessors and the other
+    # engines never bind once placements cannot overlap (test_counter_equivalence.py proves it).
+    assert counters.counters == {**{f"memory-slice-{i}": "1" for i in range(4)}, "ofa-engines": "1"}
+    offers = card_offers(card, OfferPolicy()).offers
+    physical = offers[0]
+    assert physical.consumes == counters.counters  # the whole set: MIG and Physical exclude each other
+    two_g = next(o for o in offers if o.name == "gpu-0000-17-00-0-mig-2g-12gb-2")
+    assert two_g.consumes == {"memory-slice-2": "1", "memory-slice-3": "1"}
+    two_g_me = next(o for o in offers if o.name == "gpu-0000-17-00-0-mig-2g-12gb-me-2")
+    assert two_g_me.consumes == {"memory-slice-2": "1", "memory-slice-3": "1", "ofa-engines": "1"}
+    assert two_g.capacity["memory"].value == "11968Mi"  # what a claim sees is unchanged
+
+
+def test_the_full_layout_stays_available_for_comparison():
+    card = ready_card("w1", A30, "a30")
+    counters = counter_set(card, OfferPolicy(counters="full"))
+    assert counters is not None
     assert counters.counters["memory"] == "24576Mi"
     assert [k for k in counters.counters if k.startswith("memory-slice-")] == [
         f"memory-slice-{i}" for i in range(4)
     ]
     assert "encoders" not in counters.counters  # no zero counters
-    offers = card_offers(card, OfferPolicy()).offers
-    physical = offers[0]
-    assert physical.consumes == counters.counters  # the whole set: MIG and Physical exclude each other
+    offers = card_offers(card, OfferPolicy(counters="full")).offers
+    assert offers[0].consumes == counters.counters
     two_g = next(o for o in offers if o.name == "gpu-0000-17-00-0-mig-2g-12gb-2")
-    assert {k: v for k, v in two_g.consumes.items() if k.startswith("memory-slice")} == {
-        "memory-slice-2": "1",
-        "memory-slice-3": "1",
+    assert two_g.consumes["memory"] == two_g.capacity["memory"].value
+    # 2g.12gb: 28 multiprocessors, 2 copy engines, 2 decoders (nvml_models/a30.yaml)
+    assert {k: two_g.consumes[k] for k in ("multiprocessors", "copy-engines", "decoders")} == {
+        "multiprocessors": "28",
+        "copy-engines": "2",
+        "decoders": "2",
     }
-    assert two_g.capacity["memory"].value == two_g.consumes["memory"]
 
 
 def test_attributes_follow_the_spec_and_limits():

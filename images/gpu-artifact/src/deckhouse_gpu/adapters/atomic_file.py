@@ -21,10 +21,16 @@ TEMP_SUFFIX = ".tmp"
 
 
 def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Writes ``data`` as ``path`` atomically; ``mode`` sets its permissions (else mkstemp's 0600)."""
+    """Writes ``data`` as ``path`` atomically; ``mode`` sets its permissions (else mkstemp's 0600).
+
+    An OSError names ``path``: ``write(2)`` on a full disk says only "No space left on device",
+    which would reach the kubelet (and the Pod's events) without saying which file."""
     directory = path.parent
-    directory.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=directory)
+    except OSError as error:
+        raise _naming(error, path) from error
     try:
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(data)
@@ -33,11 +39,20 @@ def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:
         if mode is not None:
             os.chmod(temporary, mode)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise _naming(error, path) from error
         raise
     sync_directory(directory)
+
+
+def _naming(error: OSError, path: Path) -> OSError:
+    """The same error (its type follows the errno) naming the file that was being written."""
+    if error.errno is None:
+        return OSError(f"{error}: {path}")
+    return OSError(error.errno, error.strerror, str(path))
 
 
 def sync_directory(directory: Path) -> None:

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 from deckhouse_gpu.domain.allocation.audit import KINDS, Violation
 from deckhouse_gpu.domain.allocation.metrics import allocated_groups, seconds_to_allocate
+from deckhouse_gpu.domain.allocation.not_prepared import not_prepared
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import Object
 
@@ -32,10 +33,16 @@ class _Gauges(Collector):
         claims: Callable[[], Iterable[Object] | None],
         violations: Callable[[], list[Violation] | None],
         is_leader: Callable[[], bool],
+        monotonic: Callable[[], float],
     ) -> None:
         self._claims = claims
         self._violations = violations
         self._is_leader = is_leader
+        self._monotonic = monotonic
+        # Claim UID -> when a scrape first found it allocated but not prepared. The claim records no
+        # time of its allocation, so the age counts from this replica's first sight (a new leader
+        # starts afresh: an alert on it comes late, never early).
+        self._waiting_since: dict[str, float] = {}
 
     def collect(self) -> Iterator[Metric]:
         leader = GaugeMetricFamily(
@@ -54,6 +61,7 @@ class _Gauges(Collector):
             for group, count in sorted(allocated_groups(claims).items(), key=lambda item: repr(item[0])):
                 devices.add_metric([group.device_class, group.node, group.mode], float(count))
             yield devices
+            yield from self._not_prepared(claims)
         violations = self._violations()
         if violations is not None:
             found = GaugeMetricFamily(
@@ -64,6 +72,30 @@ class _Gauges(Collector):
             for kind in KINDS:
                 found.add_metric([kind], float(sum(1 for v in violations if v.kind == kind)))
             yield found
+
+    def _not_prepared(self, claims: Iterable[Object]) -> Iterator[Metric]:
+        now = self._monotonic()
+        waiting = not_prepared(claims)
+        self._waiting_since = {w.uid: self._waiting_since.get(w.uid, now) for w in waiting}
+        count = GaugeMetricFamily(
+            "d8_gpu_allocated_claims_not_prepared",
+            "Claims allocated devices of gpu.deckhouse.io and reserved for a Pod whose devices gpu-handler "
+            "has not reported prepared, by node",
+            labels=["node"],
+        )
+        oldest = GaugeMetricFamily(
+            "d8_gpu_allocated_claims_not_prepared_max_age_seconds",
+            "How long the longest-waiting of those claims has been seen so, by node",
+            labels=["node"],
+        )
+        by_node: dict[str, list[float]] = {}
+        for claim in waiting:
+            by_node.setdefault(claim.node, []).append(now - self._waiting_since[claim.uid])
+        for node, ages in sorted(by_node.items()):
+            count.add_metric([node], float(len(ages)))
+            oldest.add_metric([node], max(ages))
+        yield count
+        yield oldest
 
 
 class DraMetrics:
@@ -76,7 +108,7 @@ class DraMetrics:
     ) -> None:
         self.clock = clock
         self.registry = CollectorRegistry()
-        self.registry.register(_Gauges(claims, violations, is_leader))
+        self.registry.register(_Gauges(claims, violations, is_leader, clock.monotonic))
         self.attempts = Counter(
             "d8_gpu_dra_controller_allocation_attempts",
             "Allocation attempts of claims the scheduler never allocates, by result",

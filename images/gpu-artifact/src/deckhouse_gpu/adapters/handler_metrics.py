@@ -7,6 +7,8 @@ slice publishes, API write failures and the checkpoint.
 Each node's handler exports its own numbers; Prometheus adds the node (the PodMonitor's
 relabeling), so no metric carries a node label of its own. Labels come from fixed lists
 (domain/prepare/metrics.py, domain/metric_labels.py): no claim names or UIDs, no error texts.
+The one exception is the prepared-device info metric (adapters/attribution_metrics.py), whose
+point is to name the claim and Pods each prepared device serves.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.process_collector import ProcessCollector
 
 from deckhouse_gpu.adapters.api_write_metrics import ApiWriteMetrics
+from deckhouse_gpu.adapters.attribution_metrics import PreparedDeviceCollector
 from deckhouse_gpu.domain.metric_labels import (
     MIG_OPERATIONS,
     NVML_ERRORS,
@@ -26,7 +29,7 @@ from deckhouse_gpu.domain.metric_labels import (
     PUBLISH_RESULTS,
     bounded,
 )
-from deckhouse_gpu.domain.offers.dropped_fields import CONSUMABLE, PARTITIONABLE
+from deckhouse_gpu.domain.offers.dropped_fields import CONSUMABLE, DEVICE_TAINTS, PARTITIONABLE
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint
 from deckhouse_gpu.domain.prepare.metrics import prepared_by_type
 
@@ -34,7 +37,7 @@ PREFIX = "d8_gpu_handler"
 # A Physical claim takes milliseconds; switching MIG mode or starting an MPS daemon takes seconds,
 # and the kubelet gives up on a call after two minutes.
 PREPARE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
-FEATURES = (PARTITIONABLE, CONSUMABLE)
+FEATURES = (PARTITIONABLE, CONSUMABLE, DEVICE_TAINTS)
 
 
 class HandlerMetrics(ApiWriteMetrics):
@@ -112,6 +115,8 @@ class HandlerMetrics(ApiWriteMetrics):
             self.publishes.labels(result)
         for feature in FEATURES:
             self.fallback.labels(feature).set(0)
+        self.attribution = PreparedDeviceCollector()
+        registry.register(self.attribution)
         ProcessCollector(registry=registry)
 
     def observe_prepare(self, offer_type: str, seconds: float | None, reason: str | None) -> None:
@@ -127,6 +132,7 @@ class HandlerMetrics(ApiWriteMetrics):
             self.unprepare_errors.labels(reason, offer_type).inc()
 
     def observe_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self.attribution.observe(checkpoint)
         for offer_type, count in prepared_by_type(checkpoint).items():
             self.prepared_claims.labels(offer_type).set(count)
 

@@ -13,7 +13,8 @@ client) is in ``kube_transport``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import quote
 
 from deckhouse_gpu.adapters.kube_json import decode
@@ -23,6 +24,7 @@ from deckhouse_gpu.adapters.kube_transport import (
     in_cluster_transport,
     kubeconfig_transport,
 )
+from deckhouse_gpu.domain.backoff import RETRY_AFTER_CAP_SECONDS, parse_retry_after
 from deckhouse_gpu.ports.kube import (
     AlreadyExists,
     Conflict,
@@ -43,13 +45,25 @@ MERGE_PATCH = "application/merge-patch+json"
 _WATCH_TYPES = ("ADDED", "MODIFIED", "DELETED")
 
 
+# Throttled (429, or a 5xx with Retry-After) requests are sent again this many times, after the
+# server's Retry-After (capped, domain/backoff.py), as client-go does: APF rejects a request before
+# it runs, so any verb may be repeated. What is still refused reaches the caller's own backoff.
+THROTTLE_RETRIES = 2
+
+
 class ClientKube:
     def __init__(
-        self, transport: Transport, *, connect_timeout: float = 5.0, read_timeout: float = 30.0
+        self,
+        transport: Transport,
+        *,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._transport = transport
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._sleep = sleep
 
     def close(self) -> None:
         self._transport.close()
@@ -166,14 +180,24 @@ class ClientKube:
     ) -> Response:
         headers = {"Accept": JSON, "Content-Type": content_type}
         timeout = (self._connect_timeout, read_timeout or self._read_timeout)
-        response = self._transport.request(method, path, query, headers, body, timeout)
-        if not 200 <= response.status < 300:
+        for attempt in range(THROTTLE_RETRIES + 1):
+            response = self._transport.request(method, path, query, headers, body, timeout)
+            if 200 <= response.status < 300:
+                return response
             try:
                 data = response.data
             except OSError:
                 data = b""
-            raise _error(response.status, data, f"{method} {path}")
-        return response
+            error = _error(response.status, data, f"{method} {path}")
+            if isinstance(error, Unavailable):
+                wait = parse_retry_after(response.headers.get("Retry-After"))
+                if wait is not None:
+                    error.retry_after = min(wait, RETRY_AFTER_CAP_SECONDS)
+                    if attempt < THROTTLE_RETRIES:
+                        self._sleep(error.retry_after)
+                        continue
+            raise error
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def load_kube(

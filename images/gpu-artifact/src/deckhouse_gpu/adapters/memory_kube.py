@@ -111,6 +111,7 @@ class MemoryKube:
             if (namespace, name) in bucket:
                 raise AlreadyExists(f'{resource.plural} "{name}" already exists')
             rules.stamp_created(new, name, self._clock())
+            rules.default_taint_times(resource, new, self._clock())
             new = self._admit(resource, new)
             return copy.deepcopy(self._commit(rules.kind_of(resource), "ADDED", new, None))
 
@@ -127,7 +128,9 @@ class MemoryKube:
             key = rules.key_of(resource, namespace, name)
             rules.check_patch(resource, patch, subresource)
             current = self._find(resource, key)
-            new = self._admit(resource, rules.patched(resource, current, patch, subresource))
+            new = rules.patched(resource, current, patch, subresource)
+            rules.default_taint_times(resource, new, self._clock())
+            new = self._admit(resource, new)
             if new == current:
                 return copy.deepcopy(current)  # a no-op: no new resourceVersion, no event
             return copy.deepcopy(self._commit(rules.kind_of(resource), "MODIFIED", new, current))

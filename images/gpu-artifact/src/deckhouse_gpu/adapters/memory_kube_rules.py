@@ -5,9 +5,9 @@
 
 ``MemoryKube`` keeps the state (the objects, the global revision, the change history) and the
 locking; what the real API server checks or fills in on each request lives here, stateless:
-namespace scope, label selectors, the defaults and generateName of a create, the preconditions
-of a patch, the fields the server owns, the status subresource, generation, and what a watch
-sees of a change.
+namespace scope, label selectors, the defaults and generateName of a create, a device taint's
+``timeAdded``, the preconditions of a patch, the fields the server owns, the status subresource,
+generation, and what a watch sees of a change.
 """
 
 from __future__ import annotations
@@ -133,6 +133,18 @@ def generate_name(prefix: object, namespace: str | None, taken: dict[Key, Object
 def stamp_created(obj: Object, name: str, now: datetime) -> None:
     created = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     obj["metadata"].update(name=name, uid=str(uuid.uuid4()), creationTimestamp=created, generation=1)
+
+
+def default_taint_times(resource: Resource, obj: Object, now: datetime) -> None:
+    """The server's defaulting on every write of a ResourceSlice: a device taint without
+    ``timeAdded`` gets the time of the request, in seconds (DESIGN.md F1.7)."""
+    if resource.plural != "resourceslices" or resource.group != "resource.k8s.io":
+        return
+    stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for device in (obj.get("spec") or {}).get("devices") or []:
+        for taint in (device.get("taints") if isinstance(device, dict) else None) or []:
+            if isinstance(taint, dict) and not taint.get("timeAdded"):
+                taint["timeAdded"] = stamp
 
 
 def check_patch(resource: Resource, patch: object, subresource: str | None) -> None:

@@ -93,8 +93,13 @@ class NodeLock:
         self.release()
 
     def _lock_file(self, started: float, limit: float) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as error:  # a read-only or full disk: the message names the lock file
+            raise OSError(
+                error.errno, f"cannot open the node lock: {error.strerror}", str(self.path)
+            ) from error
         try:
             while True:
                 try:
@@ -106,9 +111,11 @@ class NodeLock:
                         raise LockTimeout(self.path, time.monotonic() - started, self._holder()) from None
                     time.sleep(min(self.poll, left))
             # Who holds it, for the next waiter's error message; inside a container the PID is
-            # the pod's, so the hostname (the pod name) says which pod.
-            os.ftruncate(descriptor, 0)
-            os.pwrite(descriptor, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            # the pod's, so the hostname (the pod name) says which pod. Only a courtesy: on a full
+            # disk the line cannot be written, and the lock, which is held, must not fail for it.
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, 0)
+                os.pwrite(descriptor, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         except BaseException:
             os.close(descriptor)  # closing the last descriptor also drops a flock taken above
             raise

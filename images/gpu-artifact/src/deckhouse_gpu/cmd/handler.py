@@ -76,6 +76,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig; in-cluster if unset"
     )
     wiring.add_nvml_arguments(run)
+    wiring.add_policy_arguments(run)
     run.add_argument(
         "--health-address",
         default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8082"),
@@ -103,6 +104,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=os.environ.get("DRA_CONSUMABLE_CAPACITY", "auto"),
         help="publish shared offers on sharing nodes (auto: until the API server drops the fields)",
     )
+    run.add_argument(
+        "--device-taints",
+        choices=("auto", "on", "off"),
+        default=os.environ.get("DRA_DEVICE_TAINTS", "auto"),
+        help="offer unhealthy cards tainted, not withdrawn (auto: until the API server drops taints)",
+    )
 
     add_plugin_arguments(run)
 
@@ -122,8 +129,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--no-partitionable", action="store_true", help="as if DRAPartitionableDevices were off"
     )
     render.add_argument(
+        "--no-device-taints",
+        action="store_true",
+        help="as if DRADeviceTaints were off: unhealthy cards are left out, not tainted",
+    )
+    render.add_argument(
         "--node-labels", default="", help="labels of the nodes, e.g. gpu.deckhouse.io/sharing=true"
     )
+    wiring.add_policy_arguments(render)
 
     snapshot = commands.add_parser("snapshot", help="print what would be written, touch no API")
     snapshot.add_argument(
@@ -187,7 +200,13 @@ def render_slices(args: argparse.Namespace, out: TextIO) -> int:
         return 2
     try:
         slices = render_nodes(
-            objects, args.k8s_version, labels, not args.no_partitionable, not args.no_consumable_capacity
+            objects,
+            args.k8s_version,
+            labels,
+            not args.no_partitionable,
+            not args.no_consumable_capacity,
+            not args.no_device_taints,
+            args.mig_profiles,
         )
     except LayoutError as error:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
@@ -213,7 +232,9 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     capabilities = CapabilitiesPass(
         api, MeteredNVML(nvml, metrics), args.node_name, events, clock, args.health
     )
-    features = PublisherSettings(args.partitionable, args.consumable_capacity)
+    features = PublisherSettings(
+        args.partitionable, args.consumable_capacity, args.device_taints, args.mig_profiles
+    )
     publisher = SlicePublisher(api, args.node_name, events, features)
     health = HealthState()
     settings = HandlerSettings(args.heartbeat_seconds, args.health)

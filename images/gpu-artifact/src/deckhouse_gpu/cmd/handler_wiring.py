@@ -1,7 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""gpu-handler wiring: which NVML (real or simulated), which cards, and the prestart step."""
+"""gpu-handler wiring: which NVML (real or simulated), which cards, which MIG profiles are offered,
+and the prestart step."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.physicalgpu import DriverType
+from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule, PolicyError, parse_json
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostUnreadable
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError
@@ -44,6 +46,26 @@ def add_nvml_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--nvml-library", help="load this libnvidia-ml.so.1 instead of searching the driver root"
+    )
+
+
+def mig_profile_rules(text: str) -> tuple[MigProfileRule, ...]:
+    """The --mig-profiles value: JSON rules (ModuleConfig dra.migProfiles, passed on by the hook
+    derive_settings and the DaemonSet's MIG_PROFILES); a malformed one stops the handler at once."""
+    try:
+        return parse_json(text)
+    except PolicyError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mig-profiles",
+        type=mig_profile_rules,
+        default=os.environ.get("MIG_PROFILES", ""),
+        metavar="JSON",
+        help="MIG profiles offered per device and node labels: "
+        '[{"device": ..., "nodeSelector": {...}, "profiles": [...]}] (env MIG_PROFILES; default: all)',
     )
 
 

@@ -34,6 +34,7 @@ def card_data(row: CardRow) -> dict[str, Any]:
         "model": row.model,
         "mode": row.mode,
         "offered": row.offered,
+        "taints": row.taints,
         "conditions": {
             "HardwareHealthy": {"status": row.healthy, "reason": row.healthy_reason},
             "DriverReady": {"status": row.driver_ready, "reason": row.driver_ready_reason},

@@ -51,6 +51,8 @@ def _condition(status: str) -> str | None:
 def _free(row: CardRow) -> str:
     if not row.offered:
         return "not offered"
+    if row.taints:  # unhealthy: offered, but no claim that does not tolerate it gets it
+        return f"tainted {', '.join(row.taints)}"
     if row.slices_total is not None:
         memory = quantity(row.memory_left) if row.memory_left is not None else "?"
         return f"{len(row.slices_free or [])}/{row.slices_total} slices, {memory}"
@@ -89,7 +91,7 @@ def status_table(report: StatusReport, paint: Paint, wide: bool) -> str:
         rows.append(cells)
         mode = DIM if row.mode == IDLE else None
         codes.append([None, None, None, mode, _condition(row.healthy), _condition(row.driver_ready)])
-        codes[-1] += [None] * (len(cells) - len(codes[-1]))
+        codes[-1] += [RED if row.taints else None] + [None] * (len(cells) - len(codes[-1]) - 1)
     return table(rows, paint, codes)
 
 

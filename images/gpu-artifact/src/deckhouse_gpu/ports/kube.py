@@ -64,7 +64,12 @@ class Forbidden(KubeError):
 
 
 class Unavailable(KubeError):
-    """Transient: connection refused, timeout, 5xx, 429. Retry with backoff."""
+    """Transient: connection refused, timeout, 5xx, 429. Retry with backoff, and not before
+    ``retry_after`` seconds when the server said so (a ``Retry-After`` header)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class WatchExpired(KubeError):

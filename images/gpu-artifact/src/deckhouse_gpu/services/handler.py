@@ -16,7 +16,6 @@ from typing import Protocol
 
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode, eligible
-from deckhouse_gpu.domain.offers.dropped_fields import CONSUMABLE, PARTITIONABLE
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import NODES, KubeError, WatchEvent
@@ -33,7 +32,7 @@ class HandlerSettings:
     health: HealthSettings = field(default_factory=HealthSettings)
     timing: LoopTiming = field(
         default_factory=lambda: LoopTiming(
-            debounce_seconds=0.1, backoff_initial_seconds=1.0, backoff_max_seconds=60.0
+            debounce_seconds=0.1, backoff_initial_seconds=1.0, backoff_max_seconds=30.0
         )
     )
 
@@ -47,8 +46,8 @@ class PublishObserver(Protocol):
 def fallen_back(publisher: SlicePublisher) -> list[str]:
     """The DRA features the publisher gave up because the API server dropped their fields (not
     those switched off by the settings)."""
-    mode = {PARTITIONABLE: publisher.settings.partitionable, CONSUMABLE: publisher.settings.consumable}
-    return sorted(f for f, on in publisher.features.items() if not on and mode.get(f, "auto") != "off")
+    settings = publisher.settings
+    return sorted(f for f, on in publisher.features.items() if not on and settings.mode(f) != "off")
 
 
 class HandlerLoop(TriggerLoop):

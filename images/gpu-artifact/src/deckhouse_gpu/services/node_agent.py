@@ -26,7 +26,7 @@ class LoopSettings:
     recheck_seconds: float = 1.0  # re-scan soon when a card is missing without a remove event
     resync_seconds: float = 600.0
     backoff_initial_seconds: float = 0.5
-    backoff_max_seconds: float = 60.0
+    backoff_max_seconds: float = 30.0
 
     def timing(self) -> LoopTiming:
         return LoopTiming(self.debounce_seconds, self.backoff_initial_seconds, self.backoff_max_seconds)

@@ -10,12 +10,17 @@ missed while the watch was down; callers then re-check everything.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Callable
 
+from deckhouse_gpu.domain.backoff import Backoff
 from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Resource, WatchEvent, WatchExpired
 
 log = logging.getLogger(__name__)
+
+# The first retry within a second, then doubling to 30 s, as client-go's reflector backs off.
+RETRY = Backoff(initial=0.8, cap=30.0)
 
 
 def watch_objects(
@@ -26,17 +31,22 @@ def watch_objects(
     stop: threading.Event,
     namespace: str | None = None,
     timeout_seconds: int = 300,
-    retry_seconds: float = 5.0,
+    backoff: Backoff = RETRY,
     field_selector: str | None = None,
+    draw: Callable[[], float] = random.random,
 ) -> None:
-    """Runs until ``stop``; ``on_change(None)`` after every (re)list, the event otherwise."""
+    """Runs until ``stop``; ``on_change(None)`` after every (re)list, the event otherwise. A failed
+    list or watch is retried after ``backoff`` (exponential, jittered, at least the server's
+    Retry-After); a successful list starts the backoff afresh."""
     first = True
+    failures = 0
     while not stop.is_set():
         try:
             listed = api.list(
                 resource, label_selector=label_selector, namespace=namespace, field_selector=field_selector
             )
             version = listed.resource_version
+            failures = 0
             if not first:
                 on_change(None)
             first = False
@@ -57,8 +67,13 @@ def watch_objects(
         except WatchExpired:
             log.debug("watch expired; listing again", extra={"resource": resource.plural})
         except KubeError as error:
-            log.warning("watch failed; retrying", extra={"resource": resource.plural, "error": str(error)})
-            stop.wait(retry_seconds)
+            failures += 1
+            delay = backoff.delay(failures, draw(), getattr(error, "retry_after", None))
+            log.warning(
+                "watch failed; retrying",
+                extra={"resource": resource.plural, "error": str(error), "retrySeconds": round(delay, 3)},
+            )
+            stop.wait(delay)
 
 
 def start_watch(

@@ -54,6 +54,20 @@ class PrepareContext:
     vfio: VfioSide | None = None  # None: a node without passthrough (a claim asking for it fails)
     vfio_groups: dict[str, CardGroup] = field(default_factory=dict)  # card -> its group as checked
     vfio_pod: PodRef | None = None  # the Pod the claim is reserved for (the QEMU hook payload)
+    # The checkpoint as last saved: what the file says, whatever a failed step held in memory.
+    saved: Checkpoint | None = None
+    # An undo failed: the entry as saved keeps what is still to release for the next call.
+    rollback_incomplete: bool = False
+
+    def __post_init__(self) -> None:
+        self.saved = self.checkpoint
+        write = self.save
+
+        def save(checkpoint: Checkpoint) -> None:
+            write(checkpoint)
+            self.saved = checkpoint
+
+        self.save = save
 
     def store(self, entry: ClaimEntry) -> None:
         self.entry = entry
@@ -73,7 +87,9 @@ def run_steps(
     steps: tuple[Step, ...], ctx: PrepareContext, after: Callable[[str], None] | None = None
 ) -> None:
     """Runs ``steps``; on a failure undoes the failed step (it may have done part of its work) and
-    the finished ones, in reverse, and re-raises.
+    the finished ones, in reverse, and re-raises. An undo that fails (NVML lost the card, the disk
+    is full) leaves the claim's ``PrepareStarted`` entry as last saved, so the next call for the
+    claim rolls back what it records, as after a crash (DESIGN.md D9).
 
     ``after`` is called at every step boundary (metrics, and the crash tests' kill point).
     """
@@ -88,6 +104,7 @@ def run_steps(
                 try:
                     done.undo(ctx)
                 except Exception:
+                    ctx.rollback_incomplete = True
                     log.exception(
                         "undo failed; the next call rolls back from the checkpoint", extra={"step": done.name}
                     )

@@ -17,7 +17,8 @@ from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError
 
 
 def release_entry(ctx: PrepareContext) -> None:
-    """The undo of the steps that change the host: everything the entry records, released."""
+    """The undo of the steps that change the host: everything the entry records, released. Strict:
+    what cannot be given back raises, and the entry keeps it for the next call (run_steps)."""
     if ctx.entry is not None:
         ctx.checkpoint = release(
             ctx.checkpoint.get(ctx.entry.uid) or ctx.entry,
@@ -26,7 +27,6 @@ def release_entry(ctx: PrepareContext) -> None:
             ctx.cdi,
             ctx.save,
             ctx.sharing,
-            strict=False,
             metadata=ctx.metadata,
             vfio=ctx.vfio,
         )

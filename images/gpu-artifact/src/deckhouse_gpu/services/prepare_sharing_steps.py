@@ -133,8 +133,10 @@ class SetCardSharing:
 
     def undo(self, ctx: PrepareContext) -> None:
         if ctx.sharing is not None:
+            # Strict: a setting that cannot be given back keeps the entry (run_steps), which the
+            # next call's rollback settles again; dropped, nothing would ever restore the card.
             others = ctx.checkpoint.without(ctx.claim.uid)
-            settle_cards(card_settings_of(ctx.plans), others, ctx.sharing, strict=False)
+            settle_cards(card_settings_of(ctx.plans), others, ctx.sharing, strict=True)
 
 
 class StartMps:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 
+from deckhouse_gpu.domain.prepare.attribution import claim_attribution
 from deckhouse_gpu.domain.prepare.cdi_spec import merge_device_edits
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.guard import conflicts
@@ -110,9 +111,21 @@ class MarkStarted:
 
     def run(self, ctx: PrepareContext) -> None:
         ref = ctx.claim
-        ctx.store(ClaimEntry(ref.uid, ref.namespace, ref.name, "PrepareStarted", ctx.plans, updated=ctx.now))
+        # Who the devices serve, for the prepared-device info metric (adapters/attribution_metrics.py).
+        attribution = claim_attribution(ctx.claim_object or {}, ctx.plans, ctx.cards)
+        ctx.store(
+            ClaimEntry(
+                ref.uid, ref.namespace, ref.name, "PrepareStarted", ctx.plans,
+                updated=ctx.now, attribution=attribution,
+            )
+        )  # fmt: skip
 
     def undo(self, ctx: PrepareContext) -> None:
+        if ctx.rollback_incomplete and ctx.saved is not None:
+            # Dropping the entry would forget a MIG instance, a mode, a setting or a function on
+            # vfio-pci that an undo could not give back: it stays, as saved, for the next call.
+            ctx.checkpoint = ctx.saved
+            return
         ctx.checkpoint = ctx.checkpoint.without(ctx.claim.uid)
         ctx.save(ctx.checkpoint)
 

@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
+from deckhouse_gpu.domain.offers.device_taints import card_offers_with_health
+from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule
 from deckhouse_gpu.domain.offers.model import CardOffers
 from deckhouse_gpu.domain.offers.slice_layout import render
-from deckhouse_gpu.domain.offers.vfio_offers import offered
 from deckhouse_gpu.services.slice_publisher import node_policy
 
 
@@ -20,14 +22,17 @@ def render_nodes(
     node_labels: dict[str, str],
     partitionable: bool,
     consumable: bool,
+    taints: bool = True,
+    mig_profiles: Sequence[MigProfileRule] = (),
 ) -> list[dict[str, Any]]:
-    """Every node's pool at generation 1, nodes in name order; cards that may not be offered are left out."""
-    policy = node_policy({"metadata": {"labels": node_labels}}, partitionable, consumable)
+    """Every node's pool at generation 1, nodes in name order; cards that may not be offered are left
+    out, and unhealthy ones are tainted (``taints``) or left out too."""
+    policy = node_policy({"metadata": {"labels": node_labels}}, partitionable, consumable, mig_profiles)
     by_node: dict[str, list[CardOffers]] = defaultdict(list)
     for card in cards:
         node = ((card.get("status") or {}).get("nodeInfo") or {}).get("nodeName")
         # Nothing is prepared offline: a card on vfio-pci is an administrator's (VFIO claims only).
-        if node and (offers := offered(card, policy)) is not None:
+        if node and (offers := card_offers_with_health(card, policy, None, taints)) is not None:
             by_node[node].append(offers)
     slices: list[dict[str, Any]] = []
     for node, node_offers in sorted(by_node.items()):

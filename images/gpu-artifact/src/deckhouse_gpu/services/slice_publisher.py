@@ -8,14 +8,15 @@ place, in an order that keeps every counter reference resolvable. Slices come or
 is written with a new generation, then stale ones are deleted; the scheduler uses only the
 newest generation, and only once it is complete, so it never mixes two versions of the pool.
 If the API server drops a DRA feature's fields, the publisher falls back once to what the
-server keeps (exclusive Physical offers), says so in an Event and does not loop.
+server keeps (exclusive Physical offers; unhealthy cards withdrawn instead of tainted), says so in
+an Event and does not loop.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -23,15 +24,18 @@ from deckhouse_gpu.domain.apimachinery.merge_patch import create_patch
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.physicalgpu import GROUP
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode
+from deckhouse_gpu.domain.offers.device_taints import card_offers_with_health, keep_time_added
 from deckhouse_gpu.domain.offers.dropped_fields import (
     CONSUMABLE,
+    DEVICE_TAINTS,
     PARTITIONABLE,
+    WITHOUT,
     dropped_features,
 )
+from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule, for_node, unknown_profiles
 from deckhouse_gpu.domain.offers.model import DRIVER, OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import layout, slice_manifest
 from deckhouse_gpu.domain.offers.slice_rules import validate_pool
-from deckhouse_gpu.domain.offers.vfio_offers import offered
 from deckhouse_gpu.ports.kube import RESOURCE_SLICES, KubeAPI, Object
 from deckhouse_gpu.services.events import EventRecorder
 
@@ -47,6 +51,11 @@ VERSION_TTL_SECONDS = 300.0
 class PublisherSettings:
     partitionable: FeatureMode = "auto"  # "auto": use it until the API server drops its fields
     consumable: FeatureMode = "auto"
+    taints: FeatureMode = "auto"  # DRADeviceTaints: unhealthy cards tainted, or withdrawn
+    mig_profiles: tuple[MigProfileRule, ...] = ()  # ModuleConfig dra.migProfiles
+
+    def mode(self, feature: str) -> FeatureMode:
+        return {PARTITIONABLE: self.partitionable, CONSUMABLE: self.consumable}.get(feature, self.taints)
 
 
 @dataclass
@@ -58,13 +67,19 @@ class PublishReport:
     fallback: list[str] = field(default_factory=list)  # features given up during this publish
 
 
-def node_policy(node: Mapping[str, Any] | None, partitionable: bool, consumable: bool) -> OfferPolicy:
+def node_policy(
+    node: Mapping[str, Any] | None,
+    partitionable: bool,
+    consumable: bool,
+    mig_profiles: Sequence[MigProfileRule] = (),
+) -> OfferPolicy:
     labels = (node or {}).get("metadata", {}).get("labels") or {}
     return OfferPolicy(
         mig=labels.get(LABEL_MIG) != "false",
         sharing=labels.get(LABEL_SHARING) == "true",
         partitionable=partitionable,
         consumable=consumable,
+        mig_profiles=for_node(mig_profiles, labels),
     )
 
 
@@ -95,8 +110,10 @@ class SlicePublisher:
         self.features = {
             PARTITIONABLE: settings.partitionable != "off",
             CONSUMABLE: settings.consumable != "off",
+            DEVICE_TAINTS: settings.taints != "off",
         }
         self._minor: int | None = None
+        self._reported: set[str] = set()  # MIG profile problems already said
         self._minor_read_at = 0.0
 
     def minor(self) -> int:
@@ -124,11 +141,19 @@ class SlicePublisher:
         active: Mapping[str, ActiveMode],
         report: PublishReport,
     ) -> None:
-        policy = node_policy(node, self.features[PARTITIONABLE], self.features[CONSUMABLE])
+        policy = node_policy(
+            node, self.features[PARTITIONABLE], self.features[CONSUMABLE], self.settings.mig_profiles
+        )
+        self._check_profiles(cards, policy, node)
         # Cards NVML does not serve offer too while a VFIO claim holds them, or when an
         # administrator bound them to vfio-pci (domain/offers/vfio_offers.py, DESIGN.md D7).
         addresses = [((card.get("status") or {}).get("pciInfo") or {}).get("address") for card in cards]
-        found = [offered(card, policy, active.get(str(a))) for card, a in zip(cards, addresses, strict=True)]
+        # An unhealthy card is offered tainted while the server keeps taints (device_taints.py).
+        taints = self.features[DEVICE_TAINTS]
+        found = [
+            card_offers_with_health(card, policy, active.get(str(a)), taints)
+            for card, a in zip(cards, addresses, strict=True)
+        ]
         offers = [card_offers for card_offers in found if card_offers is not None]
         contents = layout(self.node_name, offers, self.minor())
         owner = _owner(node)
@@ -142,6 +167,7 @@ class SlicePublisher:
             slice_manifest(self.node_name, c, max(generations, default=0), len(contents), owner)
             for c in contents
         ]
+        keep_time_added(desired, stored.values())  # else every pass would rewrite a tainted card
         report.slices, report.devices = len(desired), sum(len(c.devices) for c in contents)
         report.generation = max(generations, default=0)
         same_slices = (
@@ -204,23 +230,28 @@ class SlicePublisher:
         for feature in sorted(dropped_features(manifest, result)):
             self._give_up(feature, report)
 
+    def _check_profiles(self, cards: list[Object], policy: OfferPolicy, node: Object | None) -> None:
+        """A MIG profile rule that names profiles a card lacks: said once per process, on the Node."""
+        for card in cards:
+            problem = unknown_profiles(card, policy.mig_profiles)
+            if problem is None or problem in self._reported:
+                continue
+            self._reported.add(problem)
+            log.warning("MIG profile policy names unknown profiles", extra={"problem": problem})
+            regarding = {"apiVersion": "v1", "kind": "Node", "metadata": (node or {}).get("metadata") or {}}
+            self.events.record(regarding, "Warning", "MIGProfilesUnknown", problem)
+
     def _give_up(self, feature: str, report: PublishReport) -> None:
         if not self.features[feature]:
             return
-        mode = self.settings.partitionable if feature == PARTITIONABLE else self.settings.consumable
-        if mode == "on":
+        if self.settings.mode(feature) == "on":
             log.error("the API server drops the fields of a feature forced on", extra={"feature": feature})
             return
         self.features[feature] = False
         report.fallback.append(feature)
-        what = (
-            "MIG offers and shared counters"
-            if feature == PARTITIONABLE
-            else "shared (time-slicing/MPS) offers"
-        )
         message = (
             f"the API server dropped the {feature} fields of this node's ResourceSlices: enable the "
-            f"{feature} feature gate; until then this node publishes no {what}, only exclusive cards"
+            f"{feature} feature gate and restart gpu-handler; until then this node {WITHOUT[feature]}"
         )
         log.warning("DRA feature unavailable; falling back", extra={"feature": feature})
         node_ref = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.node_name}}

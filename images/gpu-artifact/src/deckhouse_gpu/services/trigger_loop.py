@@ -4,18 +4,21 @@
 """An event-driven work loop: a pass at start, then a pass per burst of triggers.
 
 Shared by the node components. Triggers arriving within ``debounce_seconds`` of each other
-make one pass; after a failed pass the next one comes with exponential backoff; otherwise the
-pass itself says when it wants to run again (a recheck, a retry, a heartbeat or a resync).
+make one pass; after a failed pass the next one comes with exponential backoff and jitter;
+otherwise the pass itself says when it wants to run again (a recheck, a retry, a heartbeat or a
+resync).
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from deckhouse_gpu.domain.backoff import Backoff
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.services.health import HealthState
 
@@ -35,13 +38,16 @@ class PassOutcome:
     next_delay: float  # seconds until the pass wants to run again, if nothing triggers it
     error: str | None = None
     log_fields: dict[str, object] = field(default_factory=dict)
+    retry_after: float | None = None  # the API server's Retry-After, when a throttled call failed it
 
 
 @dataclass(frozen=True)
 class LoopTiming:
     debounce_seconds: float = 0.1
     backoff_initial_seconds: float = 0.5
-    backoff_max_seconds: float = 60.0
+    # Failed passes retry after an exponential, jittered delay (domain/backoff.py): every node's
+    # component failing together (an API server restart) comes back spread out, within 30 s.
+    backoff_max_seconds: float = 30.0
 
 
 class TriggerLoop:
@@ -51,13 +57,15 @@ class TriggerLoop:
         health: HealthState,
         clock: Clock,
         timing: LoopTiming,
+        draw: Callable[[], float] = random.random,
     ) -> None:
         self._run_pass = run_pass
         self.health = health
         self.clock = clock
         self.timing = timing
         self._triggers: queue.Queue[Trigger] = queue.Queue()
-        self._backoff = 0.0
+        self._failures = 0  # failed passes in a row
+        self._draw = draw
         self._busy = True  # until the first pass has finished
 
     def idle(self) -> bool:
@@ -116,8 +124,8 @@ class TriggerLoop:
     def _next_delay(self, outcome: PassOutcome) -> float:
         timing = self.timing
         if not outcome.ok:
-            grown = max(self._backoff * 2, timing.backoff_initial_seconds)
-            self._backoff = min(grown, timing.backoff_max_seconds)
-            return self._backoff
-        self._backoff = 0.0
+            self._failures += 1
+            backoff = Backoff(timing.backoff_initial_seconds, timing.backoff_max_seconds)
+            return backoff.delay(self._failures, self._draw(), outcome.retry_after)
+        self._failures = 0
         return outcome.next_delay

@@ -23,7 +23,9 @@ from deckhouse_gpu.cmd import kubectl_gpu
 from deckhouse_gpu.domain.inventory.physicalgpu import PRINTER_COLUMNS
 from deckhouse_gpu.domain.inventory.printer_columns import render_table
 from deckhouse_gpu.domain.offers.model import STANDARD_DOMAIN
+from deckhouse_gpu.simulator.attribution import MetricsEndpoints, show_who_uses, step_lines
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
+from deckhouse_gpu.simulator.taints import TaintWatch
 
 # Steps whose point is what the scheduler sees: the simulator prints the slices after them too.
 SLICE_STEPS = ("labelNode", "setValidator", "addGpu", "prepareClaim", "unprepareClaim")
@@ -128,6 +130,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         return 2
     wide = args.output == "wide"
     cluster = SimulatedCluster(scenario)
+    endpoints = MetricsEndpoints()  # each simulated gpu-handler's /metrics
     try:
         print(f"Scenario {scenario.name}: {scenario.description}", file=out)
         print(
@@ -137,6 +140,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         )
         cluster.start()
         cluster.health_changes()  # the start's health is in the table; steps show what changes
+        taints = TaintWatch()
+        taints.changes(cluster.resource_slices())
         seen: set[str] = set()
         new_events(cluster, seen)
         show(cluster, out, wide)
@@ -148,19 +153,26 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             seconds = cluster.settle()
             for line in cluster.report:
                 print(line, file=out)
+            if step.kind in ("prepareClaim", "unprepareClaim") and step.args.get("node") in cluster.nodes:
+                for line in step_lines(endpoints, cluster.nodes[str(step.args["node"])]):
+                    print(line, file=out)
             show_events(new_events(cluster, seen), out)
             for line in cluster.health_changes():
                 print(f"  device health sent to the kubelet (Pods show it): {line}", file=out)
+            for line in taints.changes(cluster.resource_slices()):
+                print(f"  ResourceSlices: {line}", file=out)
             print(f"  the API reflected it within {seconds * 1000:.0f} ms", file=out)
             show(cluster, out, wide)
             if step.kind in SLICE_STEPS:
                 show_slices(cluster, out)
         show_object(cluster, out)
         show_kubectl_gpu(cluster, out)
+        show_who_uses(cluster, endpoints, out)
     except ScenarioError as error:
         print(f"gpu-simulator: {error}", file=sys.stderr)
         return 2
     finally:
+        endpoints.close()
         cluster.close()
     return 0
 

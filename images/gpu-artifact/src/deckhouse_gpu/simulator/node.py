@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.scenario import SimNode, SimSettings, numa_node_of
 from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
@@ -56,6 +57,7 @@ class SimulatedNode:
     stop: threading.Event = field(default_factory=threading.Event)
     prepare: PrepareService | None = None
     device_health: DeviceHealthBoard | None = None  # what the kubelet's health stream would be sent
+    metrics: HandlerMetrics = field(default_factory=HandlerMetrics)  # gpu-handler's prepare metrics
 
     def idle(self) -> bool:
         return all(loop.idle() for loop in self.loops)
@@ -139,7 +141,9 @@ def start_components(
     health = HealthSettings(settings.health_grace_seconds, (max(settings.heartbeat_seconds / 2, 0.1),))
     handler_events = EventRecorder(hapi, "gpu-handler", name, clock)
     capabilities = CapabilitiesPass(hapi, node.nvml, name, handler_events, clock, health)
-    publisher = SlicePublisher(hapi, name, handler_events, PublisherSettings())
+    publisher = SlicePublisher(
+        hapi, name, handler_events, PublisherSettings(mig_profiles=settings.mig_profiles)
+    )
     node.device_health = DeviceHealthBoard(name)
     handler = HandlerLoop(
         capabilities,
@@ -153,6 +157,7 @@ def start_components(
         hapi, name, node.builder.root, node.nvml, clock,
         offers=handler, sharing=sharing_host(hapi, name, node.builder.root, node.settings),
         vfio=vfio_side(hapi, name, node.builder.root, node.nvml, clock, node.kernel_event),
+        metrics=node.metrics,
     )  # fmt: skip
     node.prepare.start()
     node.loops = [agent, handler]

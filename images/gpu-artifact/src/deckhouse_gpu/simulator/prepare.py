@@ -17,6 +17,8 @@ from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
 from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
 from deckhouse_gpu.adapters.device_metadata_files import FileDeviceMetadata
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metered_ports import MeteredCheckpointStore, MeteredMig
 from deckhouse_gpu.adapters.node_lock import NodeLock
 from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig
 from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
@@ -27,6 +29,7 @@ from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
 from deckhouse_gpu.ports.kube import PODS, RESOURCE_CLAIMS, KubeAPI
 from deckhouse_gpu.services.prepare import OfferFollower, PrepareService
+from deckhouse_gpu.services.prepare_observer import PrepareObserver
 from deckhouse_gpu.services.sharing_host import SharingHost
 from deckhouse_gpu.services.vfio_release import VfioSide
 
@@ -41,15 +44,19 @@ SHARE_IDS = uuid.uuid5(uuid.NAMESPACE_URL, "https://deckhouse.io/modules/gpu/sim
 def prepare_service(
     api: KubeAPI, node: str, root: Path, nvml: SimulatedNVML, clock: Clock,
     offers: OfferFollower, sharing: SharingHost, vfio: VfioSide | None = None,
+    metrics: HandlerMetrics | None = None,
 ) -> PrepareService:  # fmt: skip
+    """With ``metrics``, measured as cmd/plugin_wiring.py measures gpu-handler's service."""
     plugin_dir = root / "var/lib/kubelet/plugins" / DRIVER
     discovery = CdiDiscovery(MountedDriverRoot(root), root, "/")
+    store = FileCheckpointStore(plugin_dir / "checkpoint.json", host_root=root)
+    mig = HostTreeMig(SimulatedMig(nvml), root)
     return PrepareService(
         api,
         node,
-        FileCheckpointStore(plugin_dir / "checkpoint.json", host_root=root),
+        store if metrics is None else MeteredCheckpointStore(store, metrics),
         lambda: NodeLock(plugin_dir / "pu.lock"),
-        HostTreeMig(SimulatedMig(nvml), root),
+        mig if metrics is None else MeteredMig(mig, metrics),
         FileClaimCDI(discovery, CdiWriter(root / "etc/cdi"), HOOK),
         clock,
         offers=offers,
@@ -57,6 +64,7 @@ def prepare_service(
         # KEP-5304 files under the simulated plugin directory, mounted from the host's path.
         metadata=FileDeviceMetadata(plugin_dir, f"/var/lib/kubelet/plugins/{DRIVER}"),
         vfio=vfio,
+        observer=None if metrics is None else PrepareObserver(metrics),
     )
 
 

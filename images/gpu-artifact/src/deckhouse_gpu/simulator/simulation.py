@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
+from deckhouse_gpu.adapters.sim.feature_gates import gates_off
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, Step
 from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
@@ -48,6 +49,12 @@ class SimulatedCluster:
         self.workdir = workdir or Path(self._tmp.name if self._tmp else ".")
         self.api = MemoryKube()
         self.api.version = (1, scenario.settings.kubernetes_minor)
+        if off := scenario.settings.gates_off:  # the simulated API server drops their fields
+            self.api.drop_fields = gates_off(
+                partitionable="DRAPartitionableDevices" in off,
+                consumable="DRAConsumableCapacity" in off,
+                taints="DRADeviceTaints" in off,
+            )
         self.clock = SystemClock()
         self.nodes: dict[str, SimulatedNode] = {}
         self.report: list[str] = []  # what the last kubelet step printed
@@ -104,6 +111,10 @@ class SimulatedCluster:
                 node.nvml.fail_device(address, "GPU is lost")
         elif kind == "repairNvml":
             node.nvml.clear_failures()
+            # Nothing announces a repaired card: gpu-handler notices at its failing card's next retry
+            # (every half heartbeat here, simulator/node.py). Waiting that long lets the step show
+            # the recovery (healthy, untainted) instead of racing the retry against settle().
+            time.sleep(max(self.scenario.settings.heartbeat_seconds / 2, 0.1))
         elif kind in ("prepareClaim", "unprepareClaim"):
             self.report = self._kubelet(kind, node, args)
         elif kind == "podOnNode":

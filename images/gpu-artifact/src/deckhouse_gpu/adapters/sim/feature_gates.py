@@ -4,8 +4,11 @@
 """What an API server with DRA feature gates off does to ResourceSlices: it drops the fields.
 
 DRAPartitionableDevices off drops ``sharedCounters`` and ``devices[].consumesCounters``;
-DRAConsumableCapacity off drops ``allowMultipleAllocations`` and capacity ``requestPolicy``.
-Used by the tests and the simulator through ``MemoryKube.drop_fields``.
+DRAConsumableCapacity off drops ``allowMultipleAllocations`` and capacity ``requestPolicy``;
+DRADeviceTaints off drops ``devices[].taints``. A gate left on keeps its fields, as ``MemoryKube``
+does without a filter. Used by the tests and the simulator through ``MemoryKube.drop_fields``.
+(The real server keeps taints with the gate off when the stored slice already has some, a gate
+switched off under a running cluster; the simulated one starts with its gates as they stay.)
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from deckhouse_gpu.ports.kube import Object, Resource
 
 
 def gates_off(
-    *, partitionable: bool = False, consumable: bool = False
+    *, partitionable: bool = False, consumable: bool = False, taints: bool = False
 ) -> Callable[[Resource, Object], Object]:
     """A field filter for the gates named True (those are off)."""
 
@@ -31,6 +34,8 @@ def gates_off(
         for device in spec.get("devices") or []:
             if partitionable:
                 device.pop("consumesCounters", None)
+            if taints:
+                device.pop("taints", None)
             if consumable:
                 device.pop("allowMultipleAllocations", None)
                 for capacity in (device.get("capacity") or {}).values():

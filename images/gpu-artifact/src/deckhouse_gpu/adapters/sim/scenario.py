@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,10 +15,14 @@ import yaml
 from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS
 from deckhouse_gpu.domain.inventory.pci import is_pci_address
 from deckhouse_gpu.domain.kube_versions import KNOWN_RANGE, KNOWN_VERSIONS, parse_minor
+from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule, PolicyError, parse_rules
 
 MACHINES = ("bare-metal", "vm", "no-dmi")
 VALIDATOR_STATES = ("ready", "not-ready", "missing")
 NVML_FAILURES = ("lost", "library")
+# The DRA gates whose fields the simulated API server can drop (adapters/sim/feature_gates.py);
+# every one is on unless the scenario's settings.featureGates says false.
+FEATURE_GATES = ("DRAPartitionableDevices", "DRAConsumableCapacity", "DRADeviceTaints")
 STEP_KINDS = (
     "addGpu",
     "removeGpu",
@@ -78,6 +82,8 @@ class SimSettings:
     health_grace_seconds: float = 2.0
     heartbeat_seconds: float = 1.0
     kubernetes_minor: int = 35  # the API server's version decides the ResourceSlice layout
+    gates_off: tuple[str, ...] = ()  # DRA feature gates the simulated API server has off
+    mig_profiles: tuple[MigProfileRule, ...] = ()  # as ModuleConfig dra.migProfiles (settings.migProfiles)
 
 
 @dataclass(frozen=True)
@@ -124,18 +130,34 @@ def parse_scenario(name: str, text: str) -> Scenario:
         raise ScenarioError(f"{name}: node names must be unique")
     steps = [_step(name, index, raw) for index, raw in enumerate(data.get("steps") or [])]
     raw_settings = data.get("settings") or {}
+    gates_off = _gates_off(name, raw_settings.get("featureGates"))
     try:
         settings = SimSettings(
             float(raw_settings.get("healthGraceSeconds", SimSettings.health_grace_seconds)),
             float(raw_settings.get("heartbeatSeconds", SimSettings.heartbeat_seconds)),
             parse_minor(str(raw_settings.get("kubernetesVersion", "1.35"))),
+            gates_off,
         )
     except (TypeError, ValueError):
         raise ScenarioError(
             f"{name}: settings.healthGraceSeconds and heartbeatSeconds are numbers,"
             f" kubernetesVersion is one of {KNOWN_RANGE} (a newer one runs as {KNOWN_VERSIONS[-1]})"
         ) from None
+    try:
+        settings = replace(settings, mig_profiles=parse_rules(raw_settings.get("migProfiles") or []))
+    except PolicyError as error:
+        raise ScenarioError(f"{name}: settings.{error}") from None
     return Scenario(name, str(data.get("description", "")), nodes, steps, settings)
+
+
+def _gates_off(scenario: str, raw: Any) -> tuple[str, ...]:
+    gates = raw or {}
+    if not isinstance(gates, dict) or not all(
+        gate in FEATURE_GATES and isinstance(on, bool) for gate, on in gates.items()
+    ):
+        known = ", ".join(FEATURE_GATES)
+        raise ScenarioError(f"{scenario}: settings.featureGates maps {known} to true or false")
+    return tuple(gate for gate in FEATURE_GATES if gates.get(gate) is False)
 
 
 def _node(scenario: str, index: int, raw: Any) -> SimNode:

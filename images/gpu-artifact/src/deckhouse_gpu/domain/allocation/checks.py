@@ -70,7 +70,8 @@ def _tolerates(toleration: Toleration, taint: Taint) -> bool:
         return False
     if toleration.operator == "Exists":
         return True
-    return toleration.value == taint.value
+    # Any other operator than Equal (empty is read as Equal) tolerates nothing, as upstream.
+    return toleration.operator == "Equal" and toleration.value == taint.value
 
 
 def untolerated_taint(

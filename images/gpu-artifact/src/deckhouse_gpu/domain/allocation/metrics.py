@@ -35,7 +35,8 @@ def _classes(claim: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
-def _node(allocation: Mapping[str, Any]) -> str:
+def allocation_node(allocation: Mapping[str, Any]) -> str:
+    """The node the allocation's node selector names; "" when it names none."""
     for term in (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms") or ():
         for field in term.get("matchFields") or ():
             if field.get("key") == "metadata.name" and field.get("operator") == "In" and field.get("values"):
@@ -56,7 +57,7 @@ def allocated_groups(claims: Iterable[Mapping[str, Any]]) -> Counter[AllocatedGr
         results = (allocation.get("devices") or {}).get("results") or ()
         if not results:
             continue
-        classes, node = _classes(claim), _node(allocation)
+        classes, node = _classes(claim), allocation_node(allocation)
         for result in results:
             if result.get("driver") == DRIVER and not result.get("adminAccess"):
                 request = str(result.get("request"))

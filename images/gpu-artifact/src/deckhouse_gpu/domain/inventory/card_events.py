@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from deckhouse_gpu.domain.inventory import hardware_health as health
 from deckhouse_gpu.domain.inventory.pci import driver_type
 from deckhouse_gpu.domain.inventory.physicalgpu import ConditionStatus, DriverType
+from deckhouse_gpu.domain.offers.device_taints import TAINT_KEY
 
 NORMAL, WARNING = "Normal", "Warning"
 DRIVER_CHANGED = "PhysicalGPUDriverChanged"
@@ -57,7 +58,14 @@ def health_event(before: str | None, verdict: health.Verdict, node: str, address
         return CardEvent(NORMAL, reason, f"{head}; its devices are {offered}")
     hint = _HEALTH_HINTS.get(verdict.reason, "read gpu-handler's log on node {node}")
     kind = NORMAL if verdict.reason in _QUIET_REASONS else WARNING
-    message = f"{head}; its devices are not offered; " + hint.format(node=node, address=address)
+    # The devices of a card NVML fails on stay published with a taint (domain/offers/device_taints.py).
+    unhealthy = verdict.reason == health.REASON_QUERY_FAILED or verdict.status is ConditionStatus.FALSE
+    fate = (
+        f"its devices are tainted {TAINT_KEY} (withdrawn if the API server drops device taints)"
+        if unhealthy
+        else "its devices are not offered"
+    )
+    message = f"{head}; {fate}; " + hint.format(node=node, address=address)
     return CardEvent(kind, reason, message)
 
 

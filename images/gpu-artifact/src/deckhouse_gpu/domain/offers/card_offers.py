@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any, Literal
 
 from deckhouse_gpu.domain.inventory import conditions
@@ -15,8 +16,8 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     LABEL_VENDOR,
     DriverType,
 )
+from deckhouse_gpu.domain.offers.counter_layout import Placed, full_capacity, needed, profile_uses, quantity
 from deckhouse_gpu.domain.offers.model import (
-    ENGINE_COUNTERS,
     MIG,
     PHYSICAL,
     STANDARD_DOMAIN,
@@ -32,19 +33,21 @@ from deckhouse_gpu.domain.offers.model import (
     physical_name,
 )
 
+EVERY_PROFILE = OfferPolicy()
 # "VFIO": a whole card passed to a virtual machine (DESIGN.md D7); it keeps its Physical offer only.
 ActiveMode = Literal["Physical", "MIG", "VFIO"] | None
 MAX_ATTRIBUTE_BYTES = 64
 
 
-def eligible(card: dict[str, Any]) -> bool:
-    """Only cards whose driver is ready, that are healthy, bound to nvidia and fully described."""
+def eligible(card: dict[str, Any], *, healthy: bool = True) -> bool:
+    """Only cards whose driver is ready, that are healthy, bound to nvidia and fully described;
+    ``healthy=False`` leaves health out (an unhealthy card's offers are tainted, device_taints.py)."""
     status = card.get("status") or {}
     found = status.get("conditions")
     current = status.get("currentState") or {}
     return (
         conditions.is_true(found, DRIVER_READY)
-        and conditions.is_true(found, HARDWARE_HEALTHY)
+        and (not healthy or conditions.is_true(found, HARDWARE_HEALTHY))
         and current.get("driverType") == DriverType.NVIDIA.value
         and bool((current.get("nvidia") or {}).get("gpuUUID"))
         and bool((status.get("capabilities") or {}).get("memoryMiB"))
@@ -90,51 +93,65 @@ def _common_attributes(card: dict[str, Any]) -> dict[str, AttributeValue]:
     return attributes
 
 
-def counter_set(card: dict[str, Any]) -> CounterSet | None:
-    """The card's shared counters; None for a card without MIG (no empty sets, DESIGN.md S7.5, F1.2)."""
+def offered_profiles(card: dict[str, Any], policy: OfferPolicy) -> list[dict[str, Any]]:
+    """The card's MIG profiles that the policy offers (ModuleConfig dra.migProfiles), in NVML's order."""
+    mig = ((card["status"]["capabilities"].get("nvidia") or {}).get("mig")) or {}
+    device = (card.get("metadata", {}).get("labels") or {}).get(LABEL_DEVICE, "")
+    allowed = policy.offered_profiles(device)
+    return [p for p in mig.get("profiles") or [] if allowed is None or p.get("name") in allowed]
+
+
+def counter_set(card: dict[str, Any], policy: OfferPolicy = EVERY_PROFILE) -> CounterSet | None:
+    """The card's shared counters; None for a card without MIG offers (no empty sets, DESIGN.md
+    S7.5, F1.2). Only the counters that change what fits (domain/offers/counter_layout.py)."""
     status = card["status"]
     mig = ((status["capabilities"].get("nvidia") or {}).get("mig")) or {}
-    profiles = mig.get("profiles") or []
-    if not profiles or not mig.get("totalSlices"):
+    offered = offered_profiles(card, policy)
+    if not offered or not mig.get("totalSlices"):
         return None
-    counters = {"memory": mebibytes(int(status["capabilities"]["memoryMiB"]))}
-    counters.update({f"memory-slice-{i}": "1" for i in range(int(mig["totalSlices"]))})
-    for counter, key in ENGINE_COUNTERS:
-        # Enough for any combination NVIDIA allows: the most a full set of one profile uses.
-        total = max(int(p.get(key) or 0) * int(p.get("maxInstances") or 0) for p in profiles)
-        if total > 0:
-            counters[counter] = str(total)
-    return CounterSet(physical_name(status["pciInfo"]["address"]), counters)
+    # Values from all the card's profiles: what the driver allows does not depend on what is offered.
+    memory, slices = int(status["capabilities"]["memoryMiB"]), int(mig["totalSlices"])
+    capacity = full_capacity(memory, slices, mig["profiles"])
+    names = list(capacity)
+    if policy.counters == "reduced":
+        names = needed(capacity, [offer for _, offer in _placements(offered, capacity)])
+    return CounterSet(
+        physical_name(status["pciInfo"]["address"]), {name: quantity(name, capacity[name]) for name in names}
+    )
 
 
-def _mig_offers(card: dict[str, Any], counters: CounterSet, common: dict[str, AttributeValue]) -> list[Offer]:
+def _placements(
+    profiles: list[dict[str, Any]], counters: Container[str]
+) -> list[tuple[dict[str, Any], Placed]]:
+    return [
+        (profile, Placed(int(placement["start"]), int(placement["size"]), profile_uses(profile, counters)))
+        for profile in profiles
+        for placement in profile.get("placements") or []
+    ]
+
+
+def _mig_offers(
+    card: dict[str, Any], policy: OfferPolicy, counters: CounterSet, common: dict[str, AttributeValue]
+) -> list[Offer]:
     address = card["status"]["pciInfo"]["address"]
-    profiles = card["status"]["capabilities"]["nvidia"]["mig"]["profiles"]
+    kept = counters.counters
     offers = []
-    for profile in profiles:
-        for placement in profile.get("placements") or []:
-            start, size = int(placement["start"]), int(placement["size"])
-            consumes = {"memory": mebibytes(int(profile["memoryMiB"]))}
-            consumes.update({f"memory-slice-{i}": "1" for i in range(start, start + size)})
-            consumes.update(
-                {
-                    c: str(profile.get(k))
-                    for c, k in ENGINE_COUNTERS
-                    if int(profile.get(k) or 0) > 0 and c in counters.counters
-                }
-            )
-            attributes = {
-                **common,
-                "deviceType": MIG,
-                "migProfile": _text(profile["name"]),
-                "migProfileID": int(profile["profileID"]),
-                "migPlacementStart": start,
-                "migPlacementSize": size,
-            }
-            capacity = {"memory": Capacity(mebibytes(int(profile["memoryMiB"])))}
-            offers.append(
-                Offer(mig_name(address, profile["name"], start), address, MIG, attributes, capacity, consumes)
-            )
+    for profile, placed in _placements(offered_profiles(card, policy), kept):
+        start, size = placed.start, placed.size
+        consumes = {name: quantity(name, value) for name, value in placed.uses}
+        consumes.update({name: "1" for name in placed.slices() if name in kept})
+        attributes = {
+            **common,
+            "deviceType": MIG,
+            "migProfile": _text(profile["name"]),
+            "migProfileID": int(profile["profileID"]),
+            "migPlacementStart": start,
+            "migPlacementSize": size,
+        }
+        capacity = {"memory": Capacity(mebibytes(int(profile["memoryMiB"])))}
+        offers.append(
+            Offer(mig_name(address, profile["name"], start), address, MIG, attributes, capacity, consumes)
+        )
     return offers
 
 
@@ -164,11 +181,11 @@ def card_offers(card: dict[str, Any], policy: OfferPolicy, active: ActiveMode = 
     common = _common_attributes(card)
     shared = policy.sharing and policy.consumable
     # Counters exist for MIG: without MIG offers they would only cost the 64-device limit.
-    counters = counter_set(card) if policy.partitionable and policy.mig and not shared else None
+    counters = counter_set(card, policy) if policy.partitionable and policy.mig and not shared else None
     offers: list[Offer] = []
     if active != MIG:
         offers.append(_physical_offer(card, counters, shared, common))
     if counters is not None and active not in (PHYSICAL, "VFIO"):
-        offers.extend(_mig_offers(card, counters, common))
+        offers.extend(_mig_offers(card, policy, counters, common))
     used = counters if any(offer.consumes for offer in offers) else None
     return CardOffers(address, used, sorted(offers, key=lambda offer: offer.name))

@@ -9,6 +9,14 @@ from typing import Any
 
 PARTITIONABLE = "DRAPartitionableDevices"
 CONSUMABLE = "DRAConsumableCapacity"
+DEVICE_TAINTS = "DRADeviceTaints"
+# What a node does without each feature, for the Event that says it gave the feature up.
+WITHOUT = {
+    PARTITIONABLE: "publishes no MIG offers and shared counters, only exclusive cards",
+    CONSUMABLE: "publishes no shared (time-slicing/MPS) offers, only exclusive cards",
+    DEVICE_TAINTS: "withdraws the offers of an unhealthy card instead of tainting them "
+    "gpu.deckhouse.io/unhealthy",
+}
 
 
 def _uses(spec: dict[str, Any]) -> set[str]:
@@ -22,6 +30,8 @@ def _uses(spec: dict[str, Any]) -> set[str]:
             "requestPolicy" in entry for entry in (device.get("capacity") or {}).values()
         ):
             used.add(CONSUMABLE)
+        if device.get("taints"):
+            used.add(DEVICE_TAINTS)
     return used
 
 

@@ -4,9 +4,9 @@
 """DRA offers: what each healthy card can be allocated as (DESIGN.md D2, D5, D6).
 
 Pure data. A card gives one Physical offer and, when MIG-capable and allowed, one MIG offer per
-(profile, placement). One counter set per MIG-capable card makes Physical and MIG exclusive in
-the scheduler itself: the Physical offer consumes the whole set, a MIG offer its profile's
-engines and its placement's memory slices.
+(profile, placement) of the profiles offered. One counter set per MIG-capable card makes Physical
+and MIG exclusive in the scheduler itself: the Physical offer consumes the whole set, a MIG offer
+its placement's memory slices and what else the set keeps (domain/offers/counter_layout.py).
 """
 
 from __future__ import annotations
@@ -21,16 +21,6 @@ DRIVER = "gpu.deckhouse.io"
 STANDARD_DOMAIN = "resource.kubernetes.io"
 PHYSICAL: Literal["Physical"] = "Physical"
 MIG: Literal["MIG"] = "MIG"
-
-# Engine counters: (counter name, field of a MIG profile in PhysicalGPU status).
-ENGINE_COUNTERS: tuple[tuple[str, str], ...] = (
-    ("multiprocessors", "multiprocessors"),
-    ("copy-engines", "copyEngines"),
-    ("decoders", "decoders"),
-    ("encoders", "encoders"),
-    ("jpeg-engines", "jpegEngines"),
-    ("ofa-engines", "ofaEngines"),
-)
 
 AttributeValue = str | int | bool
 
@@ -50,6 +40,15 @@ class Capacity:
 
 
 @dataclass(frozen=True)
+class DeviceTaint:
+    """A device taint (DESIGN.md F1.7); ``timeAdded`` is the API server's (domain/offers/device_taints.py)."""
+
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True)
 class Offer:
     name: str  # DNS label; sorted names are the scheduler's first-fit order
     card: str  # PCI address of the card
@@ -58,6 +57,7 @@ class Offer:
     capacity: dict[str, Capacity]
     consumes: dict[str, str] = field(default_factory=dict)  # counter -> quantity, from the card's set
     shared: bool = False  # allowMultipleAllocations
+    taints: tuple[DeviceTaint, ...] = ()  # why the scheduler should keep away (an unhealthy card)
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,16 @@ class OfferPolicy:
     sharing: bool = False  # true on nodes labelled gpu.deckhouse.io/sharing=true
     partitionable: bool = True  # the API server keeps sharedCounters/consumesCounters
     consumable: bool = True  # the API server keeps allowMultipleAllocations/requestPolicy
+    # (device, MIG profiles offered) for each device (the gpu.deckhouse.io/device label) that the
+    # ModuleConfig's dra.migProfiles restricts on this node; other devices offer every profile.
+    mig_profiles: tuple[tuple[str, frozenset[str]], ...] = ()
+    # "full": the counter layout before the reduction (domain/offers/counter_layout.py), kept for
+    # the benchmark and the equivalence proof; nothing publishes it.
+    counters: Literal["reduced", "full"] = "reduced"
+
+    def offered_profiles(self, device: str) -> frozenset[str] | None:
+        """The MIG profiles a card of ``device`` offers here; None: all of them."""
+        return next((profiles for name, profiles in self.mig_profiles if name == device), None)
 
 
 def physical_name(address: str) -> str:

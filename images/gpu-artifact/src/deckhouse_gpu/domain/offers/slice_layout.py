@@ -4,9 +4,10 @@
 """Lays a node's offers out into ResourceSlices for the API server's version (DESIGN.md D3).
 
 1.34: a slice per card holding its counter set and its devices (references stay in the slice).
-1.35+: counters-only slices (at most 8 sets each) and devices slices (at most 64 devices when they
-consume counters, 128 otherwise), all in one pool with one generation. 1.36 and 1.37 keep the 1.35
-rules (DESIGN.md F10); a newer minor is treated as 1.37 (domain/kube_versions.py).
+1.35+: counters-only slices (at most 8 sets each) and devices slices (at most 64 devices when
+they consume counters or have taints, 128 otherwise), all in one pool with one generation. 1.36
+and 1.37 keep the 1.35 rules (DESIGN.md F10); a newer minor is treated as 1.37
+(domain/kube_versions.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from deckhouse_gpu.domain.inventory.physicalgpu import LABEL_NODE
 from deckhouse_gpu.domain.kube_versions import known_minor
 from deckhouse_gpu.domain.naming import label_value, pci_address_slug
+from deckhouse_gpu.domain.offers.device_taints import taint_json
 from deckhouse_gpu.domain.offers.model import (
     DRIVER,
     CardOffers,
@@ -87,14 +89,20 @@ def _pack(node: str, kind: str, groups: list[list[Offer]], size: int) -> list[Sl
     a card larger than a slice is split."""
     batches: list[list[Offer]] = []
     for group in (g for g in groups if g):
-        if batches and len(batches[-1]) + len(group) <= size:
+        if batches and len(batches[-1]) + len(group) <= _limit(size, [*batches[-1], *group]):
             batches[-1].extend(group)
             continue
-        batches.extend(list(group[start : start + size]) for start in range(0, len(group), size))
+        step = _limit(size, group)
+        batches.extend(list(group[start : start + step]) for start in range(0, len(group), step))
     return [
         SliceContent(_slice_name(node, f"{kind}-{index}"), devices=tuple(batch))
         for index, batch in enumerate(batches)
     ]
+
+
+def _limit(size: int, offers: list[Offer]) -> int:
+    """A slice where any device has taints holds at most 64 devices, as with counters (1.35+)."""
+    return min(size, MAX_DEVICES_WITH_COUNTERS) if any(offer.taints for offer in offers) else size
 
 
 def device_json(offer: Offer) -> dict[str, Any]:
@@ -118,6 +126,8 @@ def device_json(offer: Offer) -> dict[str, Any]:
         ]
     if offer.shared:
         device["allowMultipleAllocations"] = True
+    if offer.taints:
+        device["taints"] = [taint_json(taint) for taint in offer.taints]
     return device
 
 

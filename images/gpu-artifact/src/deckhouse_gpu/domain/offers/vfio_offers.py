@@ -103,7 +103,7 @@ def vfio_card_offers(card: dict[str, Any], policy: OfferPolicy, active: ActiveMo
     if active == VFIO:
         counters = None
         if policy.partitionable and policy.mig and not (policy.sharing and policy.consumable):
-            counters = counter_set(card) if _memory(card) else None
+            counters = counter_set(card, policy) if _memory(card) else None
         consumes = dict(counters.counters) if counters else {}
         attributes = _attributes(card, address, PHYSICAL)
         offer = Offer(name, address, PHYSICAL, attributes, _memory(card), consumes)

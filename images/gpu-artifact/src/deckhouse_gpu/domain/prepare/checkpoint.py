@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.prepare.attribution import ClaimAttribution, attribution_from_json, attribution_json
 from deckhouse_gpu.domain.prepare.checkpoint_fields import (
     CorruptCheckpoint,
     Fields,
@@ -69,6 +70,7 @@ class ClaimEntry:
     cdi_device_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)  # device -> CDI ids
     updated: str = ""  # RFC 3339, for people reading the file
     vfio: tuple[VfioRecord, ...] = ()  # functions this claim moved to vfio-pci, in the order moved
+    attribution: ClaimAttribution | None = None  # Pods, DeviceClasses, shares (None: written before)
 
     def with_state(self, state: State, updated: str | None = None) -> ClaimEntry:
         return replace(self, state=state, updated=self.updated if updated is None else updated)
@@ -231,7 +233,7 @@ def _entry_json(entry: ClaimEntry) -> dict[str, Any]:
         "cdiDeviceIDs": {device: list(ids) for device, ids in entry.cdi_device_ids.items()},
         "updated": entry.updated,
         "vfio": [flat_json(record, _VFIO_FIELDS) for record in entry.vfio],
-    }
+    } | ({} if entry.attribution is None else {"attribution": attribution_json(entry.attribution)})
 
 
 def _entry(raw: Any, path: str) -> ClaimEntry:
@@ -240,6 +242,9 @@ def _entry(raw: Any, path: str) -> ClaimEntry:
     mig = get(obj, "mig", path, list, required=False) or []
     vfio = get(obj, "vfio", path, list, required=False) or []
     cdi = get(obj, "cdiDeviceIDs", path, dict, required=False) or {}
+    # Added after version 1 was first written: a file without it says nothing of who uses the claim.
+    known = obj.get("attribution")
+    attribution = None if known is None else attribution_from_json(known, f"{path}.attribution")
     return ClaimEntry(
         uid=get(obj, "uid", path, str),
         namespace=get(obj, "namespace", path, str),
@@ -257,6 +262,7 @@ def _entry(raw: Any, path: str) -> ClaimEntry:
         vfio=tuple(
             VfioRecord(**flat_values(item, f"{path}.vfio[{i}]", _VFIO_FIELDS)) for i, item in enumerate(vfio)
         ),
+        attribution=attribution,
     )
 
 

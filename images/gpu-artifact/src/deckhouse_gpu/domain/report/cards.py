@@ -34,7 +34,8 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     LABEL_NODE,
     DriverType,
 )
-from deckhouse_gpu.domain.offers.model import DRIVER, physical_name
+from deckhouse_gpu.domain.offers.device_taints import describe
+from deckhouse_gpu.domain.offers.model import DRIVER, DeviceTaint, physical_name
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
 from deckhouse_gpu.domain.report.holders import DeviceKey, claim_ref, result_key, results
 
@@ -83,6 +84,7 @@ class CardRow:
     memory_left: Fraction | None = None  # bytes of the counter set's memory left
     memory_total: Fraction | None = None
     share_left: Fraction | None = None  # percent of a shared card not taken by shares
+    taints: list[str] = field(default_factory=list)  # of its published devices, key=value:effect
 
     @property
     def ready(self) -> bool:
@@ -192,6 +194,7 @@ def card_rows(
     has left; ``shares`` what the shares of each shared device took (the allocator's state)."""
     by_card = _by_card(claims)
     offered = {(k[1], _card_of(k[2])) for k in devices if k[0] == DRIVER}
+    taints = _taints(devices)
     rows = []
     for card in cards:
         status, labels = card.get("status") or {}, (card.get("metadata") or {}).get("labels") or {}
@@ -204,7 +207,7 @@ def card_rows(
         row = CardRow(
             node, str((card.get("metadata") or {}).get("name", "")), address, _model(card),
             healthy, healthy_reason, ready, ready_reason, IDLE,
-            offered=(pool, key[2]) in offered,
+            offered=(pool, key[2]) in offered, taints=taints.get((pool, key[2]), []),
         )  # fmt: skip
         vfio = _holds(row, pool, by_card.get((pool, key[2]), []), devices) if address else False
         row.mode = _mode(row, card, vfio)
@@ -214,13 +217,54 @@ def card_rows(
             row.slices_total = sum(1 for name in total if name.startswith(SLICE))
             free = [name for name, value in left.items() if name.startswith(SLICE) and value > 0]
             row.slices_free = sorted(int(name[len(SLICE) :]) for name in free)
-            row.memory_left, row.memory_total = left.get("memory"), total.get("memory")
+            row.memory_left, row.memory_total = _memory(row, card, left, total, devices, pool)
         device = devices.get(key)
         if device is not None and device.allow_multiple and "sharePercent" in device.capacity:
             taken = (shares.get(key) or {}).get("sharePercent", Fraction(0))
             row.share_left = device.capacity["sharePercent"].value.value - taken
         rows.append(row)
     return sorted(rows, key=lambda r: (r.node, r.address, r.name))
+
+
+def _memory(
+    row: CardRow,
+    card: Mapping[str, Any],
+    left: Mapping[str, Fraction],
+    total: Mapping[str, Fraction],
+    devices: Mapping[DeviceKey, Device],
+    pool: str,
+) -> tuple[Fraction | None, Fraction | None]:
+    """Memory left and total, in bytes: the counter set's, where it has a memory counter (the full
+    layout); else the card's memory less the memory capacity of the devices its claims hold, which
+    the published set no longer counts (domain/offers/counter_layout.py: it never binds)."""
+    if "memory" in total:
+        return left.get("memory"), total["memory"]
+    mib = ((card.get("status") or {}).get("capabilities") or {}).get("memoryMiB")
+    if type(mib) is not int:
+        return None, None
+    whole, used = Fraction(mib * 2**20), Fraction(0)
+    for name in {name for hold in row.holds if not hold.shared for name in hold.devices}:
+        device = devices.get((DRIVER, pool, name))
+        capacity = device.capacity.get("memory") if device is not None else None
+        if capacity is None:
+            return None, whole  # a device no longer published: what it holds is unknown
+        used += capacity.value.value
+    return whole - used, whole
+
+
+def _taints(devices: Mapping[DeviceKey, Device]) -> dict[tuple[str, str], list[str]]:
+    """The taints of each card's published devices (health as device taints: the same on all of
+    them), per (pool, card's Physical offer name), as kubectl writes them."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for key, device in devices.items():
+        if key[0] != DRIVER or not device.taints:
+            continue
+        shown = found.setdefault((key[1], _card_of(key[2])), [])
+        for taint in device.taints:
+            text = describe(DeviceTaint(taint.key, taint.value, taint.effect))
+            if text not in shown:
+                shown.append(text)
+    return found
 
 
 def counters_left(inventory: Inventory, state: AllocatedState, semantics: Semantics) -> CountersOf:
