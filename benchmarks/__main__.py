@@ -11,6 +11,7 @@ from pathlib import Path
 from benchmarks import (
     allocator,
     cel_engines,
+    cold_parse,
     fuzz,
     handler,
     kubectl_gpu,
@@ -33,6 +34,7 @@ def main() -> None:
     prepare.run()
     cel_engines.run()
     allocator.run()
+    cold_parse.run()
     kubectl_gpu.run()
     webhook.run()
     soak.run()

@@ -32,6 +32,7 @@ from deckhouse_gpu.domain.allocation.search import Allocator
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.allocation.state import allocated_state
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, Conflict, KubeAPI, KubeError, NotFound, Object
+from deckhouse_gpu.services.bulk_load import bulk_load
 from deckhouse_gpu.services.events import EventRecorder
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,8 @@ class ClaimAllocation:
             return Attempt(NOTHING)
         semantics = self.semantics()
         if self._inventory is None:
-            self._inventory = self._builder.build(self.caches.slices_list())
+            with bulk_load():  # the first build parses every slice of the cluster
+                self._inventory = self._builder.build(self.caches.slices_list())
         try:
             classes = parse_classes(self.caches.classes_list())
             parsed = [parse_claim(claim, classes, semantics) for claim in claims]

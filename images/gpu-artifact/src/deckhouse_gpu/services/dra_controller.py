@@ -32,6 +32,7 @@ from deckhouse_gpu.domain.allocation.node_bound_claims import (
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_CLAIMS, RESOURCE_SLICES, KubeAPI, Object
+from deckhouse_gpu.services.bulk_load import bulk_load
 from deckhouse_gpu.services.cache_views import node_labels_view, pod_claims_view
 from deckhouse_gpu.services.claim_allocation import (
     ALLOCATED,
@@ -260,7 +261,8 @@ class DraController(RuntimeProbes):
     # -- audit --------------------------------------------------------------------------------
 
     def run_audit(self) -> list[Violation]:
-        inventory = self.inventory.build(self.slices.items())
+        with bulk_load():  # the first build parses every slice of the cluster
+            inventory = self.inventory.build(self.slices.items())
         found = audit(inventory, self.claims.items(), self.sharing_of)
         self.report = AuditReport(found, time.time())
         current = {(v.kind, v.claims, v.subject) for v in found}

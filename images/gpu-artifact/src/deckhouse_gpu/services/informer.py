@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Object, Resource, WatchExpired
+from deckhouse_gpu.services.bulk_load import bulk_load
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,9 @@ class Informer:
 
     def list_once(self) -> str:
         """Lists and replaces the cache (reporting the differences); returns the list's version."""
-        listed = self.api.list(self.resource, self.label_selector, self.namespace)
-        self._replace(listed.items)
+        with bulk_load():  # a whole cluster's objects at once (services/bulk_load.py)
+            listed = self.api.list(self.resource, self.label_selector, self.namespace)
+            self._replace(listed.items)
         self._failing_since = None
         self.synced.set()
         return listed.resource_version
