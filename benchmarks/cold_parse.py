@@ -23,10 +23,11 @@ print(measure(sys.argv[1] == "paused"))
 
 def body() -> bytes:
     """The list of every slice of the cluster, as the API server sends it."""
-    from benchmarks.allocator import CARDS, NODES, TOKEN, node_cards  # noqa: PLC0415
+    from benchmarks.allocator import CARDS, NODES, TOKEN  # noqa: PLC0415
     from deckhouse_gpu.domain.offers.card_offers import card_offers  # noqa: PLC0415
     from deckhouse_gpu.domain.offers.model import OfferPolicy  # noqa: PLC0415
     from deckhouse_gpu.domain.offers.slice_layout import render  # noqa: PLC0415
+    from testkit.gpu_objects import node_cards  # noqa: PLC0415
 
     cards = node_cards(TOKEN, "h100-80gb", CARDS)
     slices = render(TOKEN, [card_offers(card, OfferPolicy()) for card in cards], 35, 1, None)

@@ -112,3 +112,28 @@ def test_failing_list_is_retried_with_backoff_and_reported_until_it_works():
         assert informer.get("val-a", NAMESPACE) is not None
     finally:
         stop.set()
+
+
+def test_a_failing_list_backs_off_jittered_and_honours_retry_after():
+    kube = MemoryKube()
+    kube.fail_next("list", Unavailable("throttled", retry_after=0.3), times=1)
+    kube.fail_next("list", Unavailable("connection refused"), times=1)
+    waits: list[float] = []
+
+    class Recording(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(float(timeout or 0.0))
+            return self.is_set()
+
+    informer = Informer(
+        kube, PODS, lambda old, new: None, namespace=NAMESPACE, retry_seconds=0.1, draw=lambda: 1.0
+    )
+    stop = Recording()
+    threading.Thread(target=informer.run, args=(stop,), daemon=True).start()
+    try:
+        wait_for(informer.synced.is_set)
+        # The first failure waits for the server's Retry-After; the second, the jittered step
+        # (0.2 s drawn at its lowest, 0.1 s).
+        assert waits[:2] == [0.3, 0.1]
+    finally:
+        stop.set()

@@ -62,11 +62,19 @@ def test_keys_come_out_in_due_order():
 
 
 def test_backoff_doubles_per_key_and_resets_on_success():
-    queue = WorkQueue(Ticks(), backoff_initial=0.5, backoff_max=3.0)
+    queue = WorkQueue(Ticks(), backoff_initial=0.5, backoff_max=3.0, draw=lambda: 0.0)  # no jitter
     assert [queue.retry("w1") for _ in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
     assert queue.retry("w2") == 0.5  # one broken node does not slow another
     queue.forget("w1")
     assert queue.retry("w1") == 0.5
+
+
+def test_backoff_is_jittered_within_the_upper_half_and_waits_for_retry_after():
+    draws = iter([1.0, 0.5, 0.0])
+    queue = WorkQueue(Ticks(), backoff_initial=1.0, backoff_max=8.0, draw=lambda: next(draws))
+    # Steps 1, 2, 4 s, each drawn from [step / 2, step]: nodes that failed together spread out.
+    assert [queue.retry("w1") for _ in range(3)] == [0.5, 1.5, 4.0]
+    assert WorkQueue(Ticks(), draw=lambda: 1.0).retry("w1", retry_after=7.0) == 7.0
 
 
 def test_close_wakes_a_waiting_worker():

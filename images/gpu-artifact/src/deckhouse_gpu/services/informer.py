@@ -14,11 +14,13 @@ and change handlers must treat them as read-only.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 
+from deckhouse_gpu.domain.backoff import Backoff
 from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Object, Resource, WatchExpired
 from deckhouse_gpu.services.bulk_load import bulk_load
 
@@ -49,6 +51,7 @@ class Informer:
         watch_timeout_seconds: int = 300,
         retry_seconds: float = 1.0,
         retry_max_seconds: float = 30.0,
+        draw: Callable[[], float] = random.random,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -60,6 +63,7 @@ class Informer:
         self.watch_timeout_seconds = watch_timeout_seconds
         self.retry_seconds = retry_seconds
         self.retry_max_seconds = retry_max_seconds
+        self._draw = draw
         self.synced = threading.Event()
         self._lock = threading.Lock()
         self._store: dict[Key, Object] = {}
@@ -103,23 +107,25 @@ class Informer:
             "namespace": self.namespace,
             "selector": self.label_selector,
         }
-        delay = self.retry_seconds
+        backoff, failures = Backoff(self.retry_seconds, self.retry_max_seconds), 0
         while not stop.is_set():
             try:
                 version = self.list_once()
-                delay = self.retry_seconds
+                failures = 0
                 self._follow(version, stop)
             except WatchExpired:
                 log.debug("watch expired; listing again", extra=where)
             except KubeError as error:
                 if self._failing_since is None:
                     self._failing_since = time.monotonic()
+                failures += 1
+                # Jittered, and never before the server's Retry-After (domain/backoff.py).
+                delay = backoff.delay(failures, self._draw(), getattr(error, "retry_after", None))
                 log.warning(
                     "list or watch failed; retrying",
-                    extra={**where, "error": str(error), "retrySeconds": delay},
+                    extra={**where, "error": str(error), "retrySeconds": round(delay, 2)},
                 )
                 stop.wait(delay)
-                delay = min(delay * 2, self.retry_max_seconds)
 
     def _follow(self, version: str, stop: threading.Event) -> None:
         while not stop.is_set():

@@ -12,9 +12,12 @@ exponential backoff of their own, so one broken node never slows the others.
 from __future__ import annotations
 
 import heapq
+import random
 import threading
 import time
 from collections.abc import Callable
+
+from deckhouse_gpu.domain.backoff import Backoff
 
 
 class WorkQueue:
@@ -23,10 +26,13 @@ class WorkQueue:
         monotonic: Callable[[], float] = time.monotonic,
         backoff_initial: float = 0.5,
         backoff_max: float = 60.0,
+        draw: Callable[[], float] = random.random,
     ) -> None:
         self._monotonic = monotonic
-        self._backoff_initial = backoff_initial
-        self._backoff_max = backoff_max
+        # Jittered (domain/backoff.py): nodes that failed together, as when the API server
+        # restarts, are not all retried in the same instant.
+        self._backoff = Backoff(backoff_initial, backoff_max)
+        self._draw = draw
         self._cond = threading.Condition()
         self._due: dict[str, float] = {}  # queued keys and when they are due
         self._heap: list[tuple[float, str]] = []  # may hold stale entries; _due is the truth
@@ -48,12 +54,13 @@ class WorkQueue:
                 heapq.heappush(self._heap, (due, key))
             self._cond.notify()
 
-    def retry(self, key: str) -> float:
-        """Queues ``key`` again after its backoff, which doubles each failure; returns the delay."""
+    def retry(self, key: str, retry_after: float | None = None) -> float:
+        """Queues ``key`` again after its backoff, whose step doubles each failure (drawn from the
+        upper half of the step, never before the server's ``retry_after``); returns the delay."""
         with self._cond:
-            failures = self._failures.get(key, 0)
-            self._failures[key] = failures + 1
-        delay = min(self._backoff_initial * 2.0**failures, self._backoff_max)
+            failures = self._failures.get(key, 0) + 1
+            self._failures[key] = failures
+        delay = self._backoff.delay(failures, self._draw(), retry_after)
         self.add(key, delay)
         return delay
 
