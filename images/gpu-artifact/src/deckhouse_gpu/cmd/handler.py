@@ -20,20 +20,17 @@ import threading
 from typing import TextIO
 
 import prometheus_client
-import yaml
 
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
 from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
-from deckhouse_gpu.adapters.manifest_files import load_objects
 from deckhouse_gpu.adapters.metered_ports import MeteredNVML
 from deckhouse_gpu.cmd import driver_validator, k8s_version
 from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
-from deckhouse_gpu.domain.inventory import physicalgpu as pg
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
@@ -172,8 +169,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def snapshot(args: argparse.Namespace, out: TextIO) -> int:
+    from deckhouse_gpu.cmd.manifest_io import load_physicalgpus, write_yaml  # noqa: PLC0415 - see there
+
     try:
-        objects = load_objects(args.physicalgpus, pg.KIND)
+        objects = load_physicalgpus(args.physicalgpus)
         addresses = sorted(
             str(o["status"]["pciInfo"]["address"])
             for o in objects
@@ -187,13 +186,15 @@ def snapshot(args: argparse.Namespace, out: TextIO) -> int:
     for problem in result.problems:
         print(f"# NVML: {problem}", file=out)
     if result.objects:
-        out.write(yaml.safe_dump_all(result.objects, sort_keys=False, explicit_start=True))
+        write_yaml(result.objects, out)
     return 0
 
 
 def render_slices(args: argparse.Namespace, out: TextIO) -> int:
+    from deckhouse_gpu.cmd.manifest_io import load_physicalgpus, write_yaml  # noqa: PLC0415 - see there
+
     try:
-        objects = load_objects(args.physicalgpus, pg.KIND)
+        objects = load_physicalgpus(args.physicalgpus)
         labels = dict(item.split("=", 1) for item in args.node_labels.split(",") if item)
     except ValueError as error:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
@@ -213,7 +214,7 @@ def render_slices(args: argparse.Namespace, out: TextIO) -> int:
         return 2
     # Documents, like every other command prints objects: kubectl apply -f and the other
     # commands' --slices read them as they are.
-    out.write(yaml.safe_dump_all(slices, sort_keys=False, explicit_start=True))
+    write_yaml(slices, out)
     return 0
 
 
