@@ -62,6 +62,17 @@ def memory_mib(pid: int) -> dict[str, float]:
     return fields | shared_libraries(pid)
 
 
+def report_memory(memory: dict[str, float]) -> None:
+    """The lines of ``memory_mib``'s figures, under a process's heading."""
+    line("  resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
+    line("  of it private, not shared libraries (RssAnon)", memory["RssAnon"], "MiB")
+    libraries = ", ".join(
+        f"{key.removeprefix('lib:')} {mib:.1f}" for key, mib in memory.items() if key.startswith("lib:")
+    )
+    print(f"      largest shared libraries (MiB): {libraries}")
+    line("  peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
+
+
 def shared_libraries(pid: int, top: int = 4) -> dict[str, float]:
     """The shared libraries with the most resident pages, as ``lib:<file>`` -> MiB: what the
     private figure leaves out, and what no Python change can shrink."""

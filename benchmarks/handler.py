@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from benchmarks.common import ADDRESSES, GPUS, NODE, line, measure_process, report, timed
+from benchmarks.common import ADDRESSES, GPUS, NODE, line, measure_process, report, report_memory, timed
 from benchmarks.in_cluster import launcher_argv, tls_context
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
@@ -105,13 +105,7 @@ def measure_handler(label: str, server: FakeApiServer, argv: list[str], env: dic
     startup, memory = measured
     line("  start to first ResourceSlice published", first_publish[0] * 1000, "ms", 0)
     line("  start to all cards filled and published", startup * 1000, "ms", 0)
-    line("  resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
-    line("  of it private, not shared libraries (RssAnon)", memory["RssAnon"], "MiB")
-    libraries = ", ".join(
-        f"{k.removeprefix('lib:')} {v:.1f}" for k, v in memory.items() if k.startswith("lib:")
-    )
-    print(f"      largest shared libraries (MiB): {libraries}")
-    line("  peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
+    report_memory(memory)
 
 
 def run(host: HostBuilder, workdir: Path) -> None:

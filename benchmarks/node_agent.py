@@ -9,7 +9,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchmarks.common import GPUS, NODE, OTHER_DEVICES, line, measure_process, report, timed
+from benchmarks.common import GPUS, NODE, OTHER_DEVICES, line, measure_process, report, report_memory, timed
 from benchmarks.in_cluster import launcher_argv, tls_context
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
@@ -108,13 +108,7 @@ def report_process(label: str, measured: tuple[float, dict[str, float]] | None) 
     startup, memory = measured
     print(f"  {label}")
     line("  start to first successful pass (readyz 200)", startup * 1000, "ms", 0)
-    line("  resident memory after start (VmRSS)", memory["VmRSS"], "MiB")
-    line("  of it private, not shared libraries (RssAnon)", memory["RssAnon"], "MiB")
-    libraries = ", ".join(
-        f"{k.removeprefix('lib:')} {v:.1f}" for k, v in memory.items() if k.startswith("lib:")
-    )
-    print(f"      largest shared libraries (MiB): {libraries}")
-    line("  peak resident memory (VmHWM)", memory["VmHWM"], "MiB")
+    report_memory(memory)
 
 
 def run(host: HostBuilder, workdir: Path) -> None:

@@ -37,13 +37,9 @@ steps:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[SimulatedCluster]:
-    cluster = SimulatedCluster(parse_scenario("mig-profiles", SCENARIO))
-    cluster.start()
-    cluster.settle()
-    try:
+    with SimulatedCluster(parse_scenario("mig-profiles", SCENARIO)) as cluster:
+        cluster.settle()
         yield cluster
-    finally:
-        cluster.close()
 
 
 def offered(cluster: SimulatedCluster, node: str) -> set[str]:

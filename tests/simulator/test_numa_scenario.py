@@ -41,12 +41,8 @@ steps:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[SimulatedCluster]:
-    cluster = SimulatedCluster(parse_scenario("numa", SCENARIO))
-    cluster.start()
-    try:
+    with SimulatedCluster(parse_scenario("numa", SCENARIO)) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def published(cluster: SimulatedCluster, node: str) -> dict[str, Any]:

@@ -34,12 +34,8 @@ PUBLISH_TIMEOUT = 30.0
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[SimulatedCluster]:
-    cluster = SimulatedCluster(load_scenario("sharing"))
-    cluster.start()
-    try:
+    with SimulatedCluster(load_scenario("sharing")) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def step(cluster: SimulatedCluster, index: int) -> list[str]:

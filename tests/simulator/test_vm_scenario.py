@@ -32,12 +32,8 @@ WAIT = 30.0
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[SimulatedCluster]:
-    cluster = SimulatedCluster(load_scenario("vm"))
-    cluster.start()
-    try:
+    with SimulatedCluster(load_scenario("vm")) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def step(cluster: SimulatedCluster, index: int) -> list[str]:

@@ -221,6 +221,18 @@ class SimulatedCluster:
     def events(self) -> list[dict[str, Any]]:
         return self.api.list(EVENTS, namespace="default").items
 
+    def __enter__(self) -> SimulatedCluster:
+        """Started, and closed when the block ends however it ends."""
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def close(self) -> None:
         self._controller_stop.set()
         for node in self.nodes.values():
