@@ -15,7 +15,6 @@ reached; ``snapshot`` is that state with what legitimately differs between runs 
 
 from __future__ import annotations
 
-import re
 import tempfile
 import threading
 import time
@@ -48,6 +47,7 @@ from deckhouse_gpu.services.gpu_controller import ControllerSettings
 from deckhouse_gpu.simulator.node import SimulatedNode, build_node, set_validator, start_components
 from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE, claim_ref
 from testkit.chaos import Chaos, component_of
+from testkit.chaos_state import difference, snapshot
 from testkit.fake_apiserver import FakeApiServer
 from testkit.kubeconfig import write_kubeconfig
 
@@ -80,18 +80,9 @@ RESOURCES: tuple[Resource, ...] = (
 )  # fmt: skip
 PHASE_TIMEOUT = 90.0
 PREPARE_ATTEMPTS = 200
+
+
 # Keys whose values differ between equal runs; timestamps anywhere else are masked too.
-_VOLATILE = {
-    "resourceVersion",
-    "uid",
-    "creationTimestamp",
-    "managedFields",
-    "generation",
-    "lastTransitionTime",
-}
-_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
-
-
 class CountingKube(MemoryKube):
     """Counts the creates the store accepted, per object: a duplicated write shows as a 2."""
 
@@ -104,37 +95,6 @@ class CountingKube(MemoryKube):
         meta = made["metadata"]
         self.creates[f"{resource.plural}/{meta.get('namespace') or ''}/{meta['name']}"] += 1
         return made
-
-
-def normalise(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: normalise(v) for k, v in sorted(value.items()) if k not in _VOLATILE}
-    if isinstance(value, list):
-        items = [normalise(v) for v in value]
-        # Conditions are a map keyed by type: their order is the order of the writers' first writes.
-        if items and all(isinstance(v, dict) and "type" in v for v in items):
-            items.sort(key=lambda v: str(v["type"]))
-        return items
-    if isinstance(value, str) and _TIMESTAMP.match(value):
-        return "<time>"
-    return value
-
-
-def snapshot(kube: MemoryKube) -> dict[str, Any]:
-    """PhysicalGPUs, ResourceSlices and the claims (allocation, devices), normalised; Events aside."""
-    claims = {}
-    for claim in kube.list(RESOURCE_CLAIMS).items:
-        state = claim.get("status") or {}
-        claims[claim["metadata"]["name"]] = normalise(
-            {"allocation": state.get("allocation"), "devices": state.get("devices")}
-        )
-    return {
-        "physicalgpus": {o["metadata"]["name"]: normalise(o) for o in kube.list(PHYSICAL_GPUS).items},
-        "resourceslices": sorted(
-            (normalise(o) for o in kube.list(RESOURCE_SLICES).items), key=lambda o: str(o["metadata"])
-        ),
-        "claims": claims,
-    }
 
 
 @dataclass
@@ -247,20 +207,7 @@ def converge(
         elif wanted is None and time.monotonic() - since >= quiet:
             return current, since - started
         time.sleep(0.02)
-    raise TimeoutError(f"no convergence within {timeout} s: {_difference(last, wanted)}")
-
-
-def _difference(got: Any, wanted: Any, where: str = "") -> str:
-    """The first place where two snapshots differ, for the failure message."""
-    if isinstance(got, dict) and isinstance(wanted, dict):
-        for key in sorted(set(got) | set(wanted), key=str):
-            if got.get(key) != wanted.get(key):
-                return _difference(got.get(key), wanted.get(key), f"{where}.{key}")
-    if isinstance(got, list) and isinstance(wanted, list) and len(got) == len(wanted):
-        for index, (a, b) in enumerate(zip(got, wanted, strict=True)):
-            if a != b:
-                return _difference(a, b, f"{where}[{index}]")
-    return f"{where or '<root>'}: {str(got)[:300]} != {str(wanted)[:300]}"
+    raise TimeoutError(f"no convergence within {timeout} s: {difference(last, wanted)}")
 
 
 def claims_allocated(state: dict[str, Any]) -> bool:
