@@ -244,7 +244,7 @@ def test_instances_name_their_card_in_sysfs_form(mig):
     assert made == MigInstance(A30, 1, 0, profile_id("a30", "1g.6gb"), 1, 1, made.uuid)
 
 
-@pytest.mark.parametrize("model", ["a30", "a100-40gb", "a100-80gb", "h100-80gb"])
+@pytest.mark.parametrize("model", ["a30", "a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb"])
 def test_every_profile_fills_its_instance_count(model):
     # The engine and slice limits must never refuse what the profile table itself promises.
     mig_data = load_model(model).mig

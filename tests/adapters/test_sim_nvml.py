@@ -233,7 +233,7 @@ def test_from_model_list_matches_models_to_addresses_in_order():
         (
             "a30,v100",
             [A30, H100],
-            "unknown model 'v100'; known: a100-40gb, a100-80gb, a30, h100-80gb, l40s, t4",
+            "unknown model 'v100'; known: a100-40gb, a100-80gb, a30, h100-80gb, h200-141gb, l40s, t4",
         ),
         ("a30", ["bad"], "not a PCI address"),
     ],

@@ -54,7 +54,8 @@ MIG_MODELS = [key for key in known_models() if load_model(key).mig is not None]
 # size-2 1g, 2g or two slots: 6 + 4x + ...; pair {6,7} the size-2 1g or a slot at 6: 3 + x; the left
 # half 3g or 4g or two pairs: 38 + 48x; the right half 3g or two pairs: 19 + 18x; together
 # 38*19 + 38*18 + 48*19 = 2318, with 7g 2319 MIG sets, and the whole card: 2320.
-ADMITTED = {"a30": 77, "a100-40gb": 2320, "a100-80gb": 2320, "h100-80gb": 2320}
+# The H200's table, as a real card reported it, has the H100's geometry (other sizes, same slices).
+ADMITTED = {"a30": 77, "a100-40gb": 2320, "a100-80gb": 2320, "h100-80gb": 2320, "h200-141gb": 2320}
 
 
 def _amount(value: str) -> int:

@@ -39,6 +39,8 @@ GPU_MODELS: dict[str, PciModel] = {
         PciModel(
             "h100-80gb", NVIDIA, "2330", "030200", NVIDIA, "16c1", "GH100 [H100 SXM5 80GB]", "H100 SXM5"
         ),
+        # Recorded from a real card (nvml_models/h200-141gb.yaml); the subsystem has no pci.ids name.
+        PciModel("h200-141gb", NVIDIA, "2335", "030200", NVIDIA, "18bf", "GH100 [H200 SXM 141GB]", ""),
         PciModel("l40s", NVIDIA, "26b9", "030200", NVIDIA, "1851", "AD102GL [L40S]", "L40S"),
         PciModel("t4", NVIDIA, "1eb8", "030200", NVIDIA, "12a2", "TU104GL [Tesla T4]", "T4 16GB"),
     )
