@@ -66,7 +66,8 @@ def test_startup_pass_then_hotplug_is_reflected_within_a_second(agent, host):
     host.add_gpu("a30", "0000:17:00.0")
     agent.start()
     eventually(lambda: agent.names() == {"w1-0000-17-00-0"})
-    assert agent.health.snapshot().ok
+    # The object is written before the pass ends and records its health: wait for the record too.
+    eventually(lambda: agent.health.snapshot().ok)
     host.add_gpu("l40s", "0000:ca:00.0")
     agent.loop.notify_udev("add", "0000:ca:00.0")
     assert eventually(lambda: "w1-0000-ca-00-0" in agent.names()) < 1.0

@@ -35,12 +35,8 @@ WAIT = 20.0
 @contextmanager
 def run(gate: bool) -> Iterator[SimulatedCluster]:
     text = SCENARIO.format(gate=str(gate).lower(), lost=LOST, other=OTHER)
-    cluster = SimulatedCluster(parse_scenario("taints", text))
-    cluster.start()
-    try:
+    with SimulatedCluster(parse_scenario("taints", text)) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def offered(cluster: SimulatedCluster) -> dict[str, list[dict[str, str]]]:

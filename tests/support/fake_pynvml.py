@@ -10,7 +10,8 @@ So the bindings' own argument handling, struct versions and error classes are ex
 the GPU is missing.
 
 The cards and their handles are in tests/support/fake_nvml_cards.py, the MIG functions in
-tests/support/fake_nvml_mig.py; this module re-exports what the tests import from it.
+tests/support/fake_nvml_mig.py, the event functions in tests/support/fake_nvml_events.py; this
+module re-exports what the tests import from it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from tests.support.fake_nvml_cards import (
     mig_uuid,
     put,
 )
+from tests.support.fake_nvml_events import EventFunctions, EventSet
 from tests.support.fake_nvml_mig import MigFunctions
 
 __all__ = [
@@ -74,12 +76,15 @@ __all__ = [
 ]
 
 
-class FakeLibrary(MigFunctions):
+class FakeLibrary(MigFunctions, EventFunctions):
     """libnvidia-ml.so as pynvml sees it; ``missing`` functions make getattr fail like dlsym."""
 
     def __init__(self, *cards: Card, init_code: int = 0, missing: tuple[str, ...] = ()) -> None:
         self.cards, self.init_code, self.missing = list(cards), init_code, set(missing)
         self.calls: Counter[str] = Counter()
+        self.event_sets: dict[int, EventSet] = {}  # Xid events: tests/support/fake_nvml_events.py
+        self.no_events: set[int] = set()
+        self.wait_code = 0
 
     def __getattribute__(self, name: str) -> Any:
         if not name.startswith("nvml"):

@@ -56,6 +56,23 @@ def card_with_health(status: str, reason: str, message: str = "", model: str = "
         ("False", "EccErrors", "uncorrectable ECC errors", ("EccErrors", "NoSchedule")),
         ("False", "", "", ("Unhealthy", "NoSchedule")),
         ("False", "odd reason: " + "x" * 80, "", None),  # checked below: made a label value
+        # Fatal Xid errors (domain/inventory/xid.py): evicting when the card is lost or needs a
+        # reset now, NoSchedule when it may finish its work first.
+        ("False", "XidError", "Xid 79 (GPU has fallen off the bus): ...", ("GPULost", "NoExecute")),
+        ("False", "XidError", "Xid 48 (double-bit ECC error): ...", ("GPUResetRequired", "NoExecute")),
+        (
+            "False",
+            "XidError",
+            "Xid 119 (GSP RPC timeout) (also Xid 63): ...",
+            ("GPUResetRequired", "NoExecute"),
+        ),
+        (
+            "False",
+            "XidError",
+            "Xid 63 (ECC page retirement or row remapping event): ...",
+            ("XidError", "NoSchedule"),
+        ),
+        ("False", "XidError", "something else: GPU is lost", ("XidError", "NoSchedule")),  # no number
         # The card's state cannot be read: not judged unhealthy, so not tainted (and not offered).
         ("Unknown", "NVMLUnavailable", "libnvidia-ml.so.1 was not found", None),
         ("Unknown", "DriverNotReady", "waiting for DriverReady=True", None),

@@ -90,6 +90,10 @@ class RealNVML:
         nv, handle, address = self.device_handle(pci_address)
         return CardReader(nv, handle, address, self.raise_if_library_wide).read()
 
+    def bindings(self) -> Any:
+        """The bindings with NVML initialised, for the adapters beside the snapshot (Xid events)."""
+        return self._ready()[0]
+
     def device_handle(self, pci_address: str) -> tuple[Any, Any, str]:
         """The bindings, the card's NVML handle and its normalised address, initialising NVML first;
         for the adapters that act on a card (MIG control) beside the snapshot."""

@@ -22,6 +22,7 @@ from deckhouse_gpu.ports.host import HostUnreadable
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.services.prestart import DriverNotFound, PrestartSettings, probe, wait_for_driver
+from deckhouse_gpu.services.xid_watcher import XidWatcher
 
 log = logging.getLogger("gpu-handler")
 
@@ -108,6 +109,21 @@ def make_nvml(args: argparse.Namespace, addresses: list[str]) -> NVML:
                 extra={"driverRootMount": args.driver_root_mount},
             )
     return RealNVML(library)
+
+
+def xid_watcher(nvml: NVML, wait_seconds: float = 1.0) -> XidWatcher:
+    """The watcher of the cards' Xid errors (DESIGN.md S4.2.3), on the events of the same NVML."""
+    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415 - pynvml loads on first use
+
+    if isinstance(nvml, RealNVML):
+        from deckhouse_gpu.adapters.nvml_events import RealXidEvents  # noqa: PLC0415
+
+        return XidWatcher(RealXidEvents(nvml), wait_seconds=wait_seconds)
+    from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML  # noqa: PLC0415
+
+    if not isinstance(nvml, SimulatedNVML):
+        raise WiringError(f"no Xid events for {type(nvml).__name__}")
+    return XidWatcher(nvml, wait_seconds=wait_seconds)
 
 
 def node_gpu_addresses(args: argparse.Namespace, api: KubeAPI) -> list[str]:

@@ -6,11 +6,14 @@
 Two adapters implement ``NVML``: the real one on nvidia-ml-py (``pynvml``) and a simulated one
 driven by per-model data files. Errors say what failed, so the handler can set
 ``HardwareHealthy`` reasons (``NVMLUnavailable`` for the library or driver as a whole,
-``NVMLQueryFailed`` for one card) without knowing NVML's return codes.
+``NVMLQueryFailed`` for one card) without knowing NVML's return codes. ``XidEvents`` is the
+event side: waiting for the critical Xid errors the driver reports (domain/inventory/xid.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from deckhouse_gpu.domain.inventory.nvml_snapshot import DeviceSnapshot, DriverInfo
@@ -49,4 +52,33 @@ class NVML(Protocol):
 
     def snapshot(self, pci_address: str) -> DeviceSnapshot:
         """One card's snapshot; NVMLDeviceNotFound or NVMLQueryFailed for this card only."""
+        ...
+
+
+@dataclass(frozen=True)
+class XidEvent:
+    """A critical Xid error NVML reported for one card (``eventData`` of the event)."""
+
+    pci_address: str
+    xid: int
+
+
+class XidSubscription(Protocol):
+    """An NVML event set with the cards registered for critical Xid events."""
+
+    registered: tuple[str, ...]  # the cards that report Xid events (others do not support them)
+
+    def wait(self, timeout_seconds: float) -> XidEvent | None:
+        """The next event, or None when none came within the timeout; NVMLError when the wait
+        itself fails (NVML does not say for which card then)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class XidEvents(Protocol):
+    def open_xid_events(self, pci_addresses: Sequence[str]) -> XidSubscription:
+        """Registers each card for critical Xid events; a card that does not support them or
+        fails is left out (``registered`` says which remain). NVMLUnavailable when NVML as a whole
+        does not work."""
         ...

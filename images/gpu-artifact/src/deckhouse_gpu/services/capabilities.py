@@ -13,11 +13,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from deckhouse_gpu.domain.inventory import hardware_health as health
-from deckhouse_gpu.domain.inventory.card_events import health_event
+from deckhouse_gpu.domain.inventory import xid
+from deckhouse_gpu.domain.inventory.card_events import WARNING, XID_EVENT, health_event
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.handler_status import (
     HandlerUpdate,
@@ -31,6 +32,7 @@ from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError, NotFound
 from deckhouse_gpu.ports.nvml import NVML, NVMLDeviceNotFound, NVMLError, NVMLUnavailable
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.status_writer import patch_status
+from deckhouse_gpu.services.xid_board import XidBoard
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +98,10 @@ class CapabilitiesPass:
         events: EventRecorder,
         clock: Clock,
         settings: health.HealthSettings,
+        xids: XidBoard | None = None,
     ) -> None:
         self.api = api
+        self.xids = xids  # fatal Xid errors per card, from the Xid watcher (services/xid_watcher.py)
         self.nvml = nvml
         self.node_name = node_name
         self.events = events
@@ -130,6 +134,7 @@ class CapabilitiesPass:
                 report.ok = False
                 report.failures.append(f"{card['metadata']['name']}: {type(error).__name__}: {error}")
         live = {str(card["metadata"]["name"]) for card in cards}
+        self._xid_notices(cards)
         for name in set(self._tracks) - live:
             self._forget(name)
         if self._retry_at:
@@ -147,6 +152,13 @@ class CapabilitiesPass:
     ) -> None:
         name = str(card["metadata"]["name"])
         status = card.get("status") or {}
+        if (fatal := self._xid_verdict(card)) is not None:
+            result = assess(status, driver, driver_error, self.nvml)  # capabilities, when it answers
+            self._forget(name)  # no grace and no retries: the Xid decides until it is cleared
+            report.failing[name] = fatal.reason
+            update = result.update if result.failure is None else HandlerUpdate()
+            self._write(card, replace(update, verdict=fatal), report)
+            return
         if (
             health.gate(status) is None
             and name in self._retry_at
@@ -178,6 +190,25 @@ class CapabilitiesPass:
         )
         if verdict is not None:
             self._write(card, HandlerUpdate(verdict=verdict), report)
+
+    def _xid_verdict(self, card: Object) -> health.Verdict | None:
+        """``HardwareHealthy=False`` for the card's fatal Xids; None without any, or when a gate
+        (no address, not on nvidia, driver not ready) decides the condition instead."""
+        status = card.get("status") or {}
+        if self.xids is None or health.gate(status) is not None:
+            return None
+        address = str(status["pciInfo"]["address"])
+        return xid.verdict(address, self.xids.fatal(address, str(card["metadata"].get("uid") or "")))
+
+    def _xid_notices(self, cards: list[Object]) -> None:
+        """Forgets the Xids of cards gone from the node; an Event per Xid the table does not know."""
+        if self.xids is None:
+            return
+        by_address = {str(((c.get("status") or {}).get("pciInfo") or {}).get("address")): c for c in cards}
+        self.xids.keep_only(by_address)
+        for address, number in self.xids.take_notices():
+            if (card := by_address.get(address)) is not None:
+                self.events.record(card, WARNING, XID_EVENT, xid.notice(address, number))
 
     def _forget(self, name: str) -> None:
         self._tracks.pop(name, None)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings, gate
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode, eligible
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
@@ -24,6 +24,7 @@ from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.slice_publisher import LABEL_MIG, LABEL_SHARING, InvalidPool, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
+from deckhouse_gpu.services.xid_watcher import XidWatcher
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,11 @@ def fallen_back(publisher: SlicePublisher) -> list[str]:
     return sorted(f for f, on in publisher.features.items() if not on and settings.mode(f) != "off")
 
 
+def watchable(cards: list[dict[str, Any]]) -> list[str]:
+    """The cards NVML may be asked about (no gate stops it), whose Xid events are watched."""
+    return [str(c["status"]["pciInfo"]["address"]) for c in cards if gate(c.get("status") or {}) is None]
+
+
 class HandlerLoop(TriggerLoop):
     def __init__(
         self,
@@ -61,6 +67,7 @@ class HandlerLoop(TriggerLoop):
         after_publish: Callable[[list[str]], None] | None = None,
         device_health: DeviceHealthBoard | None = None,
         observer: PublishObserver | None = None,
+        xid_watcher: XidWatcher | None = None,
     ) -> None:
         super().__init__(self._pass, health, clock, settings.timing)
         self.capabilities = capabilities
@@ -72,6 +79,9 @@ class HandlerLoop(TriggerLoop):
         self._node_labels: dict[str, str] | None = None
         self.device_health = device_health  # what the kubelet's health stream sends (DESIGN.md F6.3)
         self.observer = observer
+        self.xid_watcher = xid_watcher  # watches the cards of each pass; an Xid wakes the loop
+        if xid_watcher is not None:
+            xid_watcher.listener = lambda detail: self.notify(Trigger("xid", detail))
 
     def follow_modes(self, modes: Mapping[str, ActiveMode]) -> None:
         """Prepare's report of the mode each card is prepared in (PCI address -> Physical/MIG);
@@ -108,6 +118,8 @@ class HandlerLoop(TriggerLoop):
         report = self.capabilities.run()
         if report.listed and self.device_health is not None:
             self.device_health.update(report.cards, self.capabilities.clock.now())
+        if report.listed and self.xid_watcher is not None:
+            self.xid_watcher.follow(watchable(report.cards))
         published = None
         if report.ok and self.publisher is not None:
             try:

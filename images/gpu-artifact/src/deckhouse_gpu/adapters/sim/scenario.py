@@ -35,6 +35,7 @@ STEP_KINDS = (
     "labelNode",
     "podOnNode",
     "setBusy",
+    "xid",
     "prepareClaim",
     "unprepareClaim",
     "wait",
@@ -223,6 +224,13 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
         raise ScenarioError(f"{where}: podOnNode needs the pod's (and claim's) name and a deviceClass")
     if step.kind == "podOnNode" and not isinstance(step.args.get("count", 1), int):
         raise ScenarioError(f"{where}: podOnNode.count is a number of devices")
+    if step.kind == "xid" and not (
+        is_pci_address(str(step.args.get("address", "")))
+        and isinstance(step.args.get("xid"), int)
+        and not isinstance(step.args.get("xid"), bool)
+        and step.args["xid"] > 0
+    ):
+        raise ScenarioError(f"{where}: xid needs the card's address and the Xid number (xid: 79)")
     if step.kind == "wait" and not isinstance(step.args.get("seconds"), int | float):
         raise ScenarioError(f"{where}: wait needs seconds")
     return step

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from deckhouse_gpu.adapters.sim.nvml_data import ModelData, known_models, load_model
+from deckhouse_gpu.adapters.sim.sim_xid import SimXidEvents, SimXidSubscription
 from deckhouse_gpu.domain.inventory.nvml_snapshot import DeviceSnapshot, DriverInfo
 from deckhouse_gpu.domain.inventory.pci import is_pci_address
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
@@ -101,6 +102,7 @@ class SimulatedNVML:
         self._unavailable: str | None = None  # why NVML cannot work at all
         self._device_failures: dict[str, str] = {}
         self._query_failures: dict[tuple[str, str], str | None] = {}  # None: NOT_SUPPORTED
+        self.xids = SimXidEvents(self.card_state, self.driver)  # the XidEvents port (sim_xid.py)
         for address, card in cards.items():
             self.add_card(address, card)
 
@@ -117,6 +119,15 @@ class SimulatedNVML:
     def snapshot(self, pci_address: str) -> DeviceSnapshot:
         with self.card_state(pci_address) as card:
             return self._snapshot(pci_address.lower(), card)
+
+    def open_xid_events(self, pci_addresses: Sequence[str]) -> SimXidSubscription:
+        return self.xids.open_xid_events(pci_addresses)
+
+    def inject_xid(self, address: str, xid: int) -> int:
+        """The driver reports Xid ``xid`` on the card; returns how many event sets got it."""
+        with self._lock:
+            self._card(address)
+        return self.xids.inject(address, xid)
 
     def add_card(self, address: str, card: str | SimCard) -> None:
         spec = SimCard(card) if isinstance(card, str) else card

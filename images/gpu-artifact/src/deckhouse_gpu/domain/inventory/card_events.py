@@ -19,6 +19,7 @@ from deckhouse_gpu.domain.offers.device_taints import TAINT_KEY
 
 NORMAL, WARNING = "Normal", "Warning"
 DRIVER_CHANGED = "PhysicalGPUDriverChanged"
+XID_EVENT = "XidError"  # an Xid that changes nothing (domain/inventory/xid.py, UNCLASSIFIED)
 
 # What an operator does about each HardwareHealthy reason (docs/README.md, "The HardwareHealthy
 # condition", says the same at length).
@@ -31,6 +32,7 @@ _HEALTH_HINTS = {
         "the card may be lost: look for Xid errors in node {node}'s kernel log (dmesg), then reset "
         "the card (nvidia-smi -r -i {address}) or reboot the node"
     ),
+    health.REASON_XID: "the Xid's details are in node {node}'s kernel log (dmesg | grep -i xid)",
     health.REASON_DRIVER_NOT_READY: "fix the driver first: the card's DriverReady condition says why",
     health.REASON_NOT_NVIDIA: "expected for a card given to virtual machines; otherwise bind it to nvidia",
     health.REASON_NO_ADDRESS: "if this lasts, check gpu-node-agent on node {node}",

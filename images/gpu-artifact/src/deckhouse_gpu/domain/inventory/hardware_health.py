@@ -27,6 +27,8 @@ REASON_QUERY_FAILED = "NVMLQueryFailed"
 REASON_DRIVER_NOT_READY = "DriverNotReady"
 REASON_NOT_NVIDIA = "DriverTypeNotNvidia"
 REASON_NO_ADDRESS = "MissingPCIAddress"
+# A fatal Xid error on the card (domain/inventory/xid.py): False, sticky until gpu-handler restarts.
+REASON_XID = "XidError"
 
 
 @dataclass(frozen=True)

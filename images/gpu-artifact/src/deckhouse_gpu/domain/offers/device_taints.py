@@ -9,9 +9,11 @@ the taint ``gpu.deckhouse.io/unhealthy=<reason>``. The scheduler keeps claims aw
 tolerate it, and ``kubectl`` shows why. The effect is ``NoSchedule``; ``NoExecute`` (which also
 evicts the Pods using the card, where the API server's eviction controller runs) only when the card
 itself is gone: NVML no longer sees it, says it is lost (fallen off the bus), or that it needs a
-reset. A card whose health cannot be judged (NVML unavailable on the whole node, the driver not
-ready) is not offered at all, as before. Where the API server drops taints (DRADeviceTaints off) the
-publisher withdraws unhealthy cards instead (services/slice_publisher.py).
+reset. A fatal Xid error (``HardwareHealthy=False``, reason ``XidError``, domain/inventory/xid.py)
+is ``NoExecute`` when the Xid loses the card or needs a reset at once, ``NoSchedule`` when the card
+may finish what it runs first. A card whose health cannot be judged (NVML unavailable on the whole
+node, the driver not ready) is not offered at all, as before. Where the API server drops taints
+(DRADeviceTaints off) the publisher withdraws unhealthy cards instead (services/slice_publisher.py).
 
 ``timeAdded`` is left to the API server, which sets it when missing on every write; a taint the
 server stored keeps its time through republishes (``keep_time_added``), so an unchanged taint is
@@ -26,7 +28,9 @@ from typing import Any
 
 from deckhouse_gpu.domain.inventory import conditions
 from deckhouse_gpu.domain.inventory.device_health import UNHEALTHY, card_health
+from deckhouse_gpu.domain.inventory.hardware_health import REASON_XID
 from deckhouse_gpu.domain.inventory.physicalgpu import GROUP, HARDWARE_HEALTHY
+from deckhouse_gpu.domain.inventory.xid import XidClass, classify, xid_of_message
 from deckhouse_gpu.domain.naming import label_value
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode, card_offers, eligible
 from deckhouse_gpu.domain.offers.model import CardOffers, DeviceTaint, OfferPolicy
@@ -51,6 +55,8 @@ def health_taint(card: Mapping[str, Any]) -> DeviceTaint | None:
     if health != UNHEALTHY:
         return None
     found = conditions.find(((card.get("status") or {}).get("conditions")), HARDWARE_HEALTHY) or {}
+    if found.get("reason") == REASON_XID:
+        return _xid_taint(str(found.get("message") or ""))
     message = str(found.get("message") or "").lower()
     if any(marker in message for marker in _LOST):
         return DeviceTaint(TAINT_KEY, GPU_LOST, NO_EXECUTE)
@@ -59,6 +65,17 @@ def health_taint(card: Mapping[str, Any]) -> DeviceTaint | None:
     # The condition's reason, made a label value: a reason is CamelCase, but nothing enforces it.
     value = label_value(str(found.get("reason") or "")) or UNHEALTHY_VALUE
     return DeviceTaint(TAINT_KEY, value, NO_SCHEDULE)
+
+
+def _xid_taint(message: str) -> DeviceTaint:
+    """A fatal Xid's taint: the message begins with its number (xid.verdict writes it so)."""
+    number = xid_of_message(message)
+    kind = None if number is None else classify(number).kind
+    if kind is XidClass.CARD_LOST:
+        return DeviceTaint(TAINT_KEY, GPU_LOST, NO_EXECUTE)
+    if kind is XidClass.RESET_REQUIRED:
+        return DeviceTaint(TAINT_KEY, GPU_RESET_REQUIRED, NO_EXECUTE)
+    return DeviceTaint(TAINT_KEY, REASON_XID, NO_SCHEDULE)  # degraded: its Pods may finish
 
 
 def tainted(offers: CardOffers, taint: DeviceTaint) -> CardOffers:
