@@ -84,7 +84,7 @@ def bench_process(host: HostBuilder, workdir: Path) -> None:
 
 def handler_argv(host: HostBuilder) -> list[str]:
     return ["--node-name", NODE, "--nvml-sim", MODELS, "--host-root", str(host.root),
-            "--health-address", "127.0.0.1:0"]  # fmt: skip
+            "--health-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"]  # fmt: skip
 
 
 def measure_handler(label: str, server: FakeApiServer, argv: list[str], env: dict[str, str] | None) -> None:

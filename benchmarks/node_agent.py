@@ -84,6 +84,8 @@ def bench_process(host: HostBuilder, workdir: Path) -> None:
                 str(host.root),
                 "--health-address",
                 f"127.0.0.1:{port}",
+                "--metrics-address",
+                "127.0.0.1:0",
             ]
             host_port = server.url.removeprefix("https://").rpartition(":")
             env = {"KUBERNETES_SERVICE_HOST": host_port[0], "KUBERNETES_SERVICE_PORT": host_port[2]}
@@ -96,7 +98,8 @@ def bench_process(host: HostBuilder, workdir: Path) -> None:
         server.kube.create(NODES, {"metadata": {"name": NODE}})
         port = free_port()
         argv = ["--node-name", NODE, "--host-root", str(host.root), "--kubeconfig",
-                write_kubeconfig(workdir, server.url), "--health-address", f"127.0.0.1:{port}"]  # fmt: skip
+                write_kubeconfig(workdir, server.url), "--health-address", f"127.0.0.1:{port}",
+                "--metrics-address", "127.0.0.1:0"]  # fmt: skip
         measured = measure_process(["-m", "deckhouse_gpu.cmd.node_agent", *argv], lambda: readyz(port))
         report_process("with --kubeconfig (loads the kubeconfig/OIDC code too)", measured)
 

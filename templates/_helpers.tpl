@@ -42,6 +42,26 @@ Usage: (list . "gpuHandler")
 {{- printf "%s@%s" $base $digest -}}
 {{- end }}
 
+{{- /*
+An image every Deckhouse module shares (the platform's "common" images, kubeRbacProxy among them),
+by digest from global.modulesImages.digests.common, always from the platform's registry: a module
+installed from a ModuleSource does not ship it. A missing digest fails the render, as gpu.image.
+Usage: (list . "kubeRbacProxy")
+*/ -}}
+{{- define "gpu.commonImage" -}}
+{{- $ctx := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- $digest := dig "modulesImages" "digests" "common" $name "" $ctx.Values.global -}}
+{{- if not $digest -}}
+{{- fail (printf "no digest for image %q in global.modulesImages.digests.common" $name) -}}
+{{- end -}}
+{{- $base := dig "modulesImages" "registry" "base" "" $ctx.Values.global -}}
+{{- if not $base -}}
+{{- fail "no registry: global.modulesImages.registry.base is not set" -}}
+{{- end -}}
+{{- printf "%s@%s" $base $digest -}}
+{{- end }}
+
 {{- /* Pod security context of an unprivileged component: the "deckhouse" user, never root. */ -}}
 {{- define "gpu.podSecurityContext.nonRoot" -}}
 runAsNonRoot: true

@@ -1,7 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""gpu-controller's /metrics, /healthz and /readyz, parsed as Prometheus parses them."""
+"""gpu-controller's /metrics, /healthz and /readyz, parsed as Prometheus parses them; /metrics on
+an address of its own (loopback in a cluster, behind kube-rbac-proxy), the probes on another."""
 
 import json
 import threading
@@ -16,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.metrics_server import serve_endpoints
+from deckhouse_gpu.adapters.metrics_server import serve_metrics, serve_probes
 from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS
 from deckhouse_gpu.services.gpu_controller import ControllerSettings
@@ -98,7 +99,7 @@ def test_follower_exports_no_inventory():
 
 
 @pytest.fixture
-def running() -> Iterator[tuple[MemoryKube, object, str]]:
+def running() -> Iterator[tuple[MemoryKube, object, str, str]]:
     kube = MemoryKube()
     add_node(kube, "w1")
     add_card(kube, "w1-gpu-0", "w1")
@@ -108,11 +109,12 @@ def running() -> Iterator[tuple[MemoryKube, object, str]]:
     settings = ControllerSettings(debounce_seconds=0.01, resync_seconds=3600, watch_timeout_seconds=2)
     replica = start_controller(kube, stop, ControllerOptions(settings, leader_elect=False, identity="c-0"))
     controller = replica.controller
-    server = serve_endpoints(
-        ("127.0.0.1", 0), replica.metrics.registry, controller.health, controller.readiness
-    )
-    yield kube, replica, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    metrics = serve_metrics(("127.0.0.1", 0), replica.metrics.registry)
+    probes = serve_probes(("127.0.0.1", 0), controller.health, controller.readiness)
+    urls = [f"http://127.0.0.1:{server.server_address[1]}" for server in (metrics, probes)]
+    yield kube, replica, urls[0], urls[1]
+    metrics.shutdown()
+    probes.shutdown()
     stop.set()
     replica.shutdown()
 
@@ -126,7 +128,7 @@ def fetch(url: str) -> tuple[int, str]:
 
 
 def test_scrape_shows_the_live_inventory_and_no_stale_series(running):
-    kube, replica, url = running
+    kube, replica, url, _ = running
     wait_for(replica.controller.idle)
 
     def condition_series() -> dict[frozenset[tuple[str, str]], float]:
@@ -150,20 +152,19 @@ def test_scrape_shows_the_live_inventory_and_no_stale_series(running):
 
 
 def test_probes_and_unknown_paths(running):
-    _, replica, url = running
+    _, replica, metrics, url = running
     wait_for(replica.controller.synced)
     assert fetch(f"{url}/readyz") == (200, json.dumps({"ok": True, "detail": "caches synced"}))
     assert fetch(f"{url}/healthz")[0] == 200
     code, body = fetch(f"{url}/nope")
     assert code == 404
-    assert "/metrics" in body
+    assert "/healthz" in body
+    assert fetch(f"{url}/metrics")[0] == 404  # the pod network reaches the probes, not the metrics
+    assert fetch(f"{metrics}/readyz")[0] == 404
 
 
 def test_not_ready_before_the_caches_are_filled():
-    server = serve_endpoints(
-        ("127.0.0.1", 0), ControllerMetrics(lambda: None, lambda: False).registry,
-        lambda: (True, "ok"), lambda: (False, "caches not synced yet"),
-    )  # fmt: skip
+    server = serve_probes(("127.0.0.1", 0), lambda: (True, "ok"), lambda: (False, "caches not synced yet"))
     try:
         code, body = fetch(f"http://127.0.0.1:{server.server_address[1]}/readyz")
         assert code == 503

@@ -90,23 +90,26 @@ def test_an_extra_readiness_condition_must_hold_too():
         server.shutdown()
 
 
-def test_metrics_are_served_on_the_probe_port_when_given_a_registry():
+def test_metrics_have_their_own_server_and_never_the_probe_address(served):
+    # The probe address is the pod's, reached by anything on the pod network; /metrics listens on
+    # loopback behind kube-rbac-proxy (adapters/metrics_server.py).
     from prometheus_client import CollectorRegistry, Counter  # noqa: PLC0415
 
+    from deckhouse_gpu.adapters.metrics_server import serve_metrics  # noqa: PLC0415
+
+    _, _, probes = served
     registry = CollectorRegistry()
     Counter("d8_gpu_test_things", "things", registry=registry).inc()
-    server = serve_health(HealthState(), ("127.0.0.1", 0), lambda: 0.0, registry=registry)
+    server = serve_metrics(("127.0.0.1", 0), registry)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
         with urllib.request.urlopen(url, timeout=2) as response:
             assert response.status == 200
             assert response.headers["Content-Type"].startswith("text/plain")
             assert "d8_gpu_test_things_total 1.0" in response.read().decode()
-        assert get(server.server_address[1], "/readyz")[0] == 503  # the probes are still there
+        assert get(probes, "/metrics")[0] == 404
+        assert get(probes, "/readyz")[0] == 503  # the probes are there
+        for probe in ("/healthz", "/readyz"):
+            assert get(server.server_address[1], probe)[0] == 404  # and not on the metrics address
     finally:
         server.shutdown()
-
-
-def test_without_a_registry_there_is_no_metrics_path(served):
-    _, _, port = served
-    assert get(port, "/metrics")[0] == 404

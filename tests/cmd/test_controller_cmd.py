@@ -61,11 +61,12 @@ def server() -> Iterator[FakeApiServer]:
 
 
 def test_controller_process_end_to_end(server, tmp_path: Path):
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     argv = [
         sys.executable, "-m", "deckhouse_gpu.cmd.controller",
         "--kubeconfig", write_kubeconfig(tmp_path, server.url),
         "--listen-address", f"127.0.0.1:{port}",
+        "--metrics-address", f"127.0.0.1:{metrics_port}",
         "--namespace", "d8-gpu",
     ]  # fmt: skip
     env = {**os.environ, "POD_NAME": "gpu-controller-abc"}
@@ -92,12 +93,13 @@ def test_controller_process_end_to_end(server, tmp_path: Path):
         assert sorted(e["reason"] for e in events) == ["ValidatorNotReady", "ValidatorReady"]
         assert events[0]["source"] == {"component": "gpu-controller", "host": "gpu-controller-abc"}
 
-        code, text = get(f"http://127.0.0.1:{port}/metrics")
+        assert get(f"http://127.0.0.1:{port}/metrics")[0] == 404  # not on the probe address
+        code, text = get(f"http://127.0.0.1:{metrics_port}/metrics")
         assert code == 200
         assert metric(text, "d8_gpu_controller_is_leader") == 1.0
         assert metric(text, "d8_gpu_physicalgpus", node="w1", model="a30-pcie") == 1.0
         ready_series = {"physicalgpu": "w1-gpu-0", "condition": "DriverReady", "status": "true"}
-        scrape = lambda: get(f"http://127.0.0.1:{port}/metrics")[1]  # noqa: E731
+        scrape = lambda: get(f"http://127.0.0.1:{metrics_port}/metrics")[1]  # noqa: E731
         wait_for(lambda: metric(scrape(), "d8_gpu_physicalgpu_condition", **ready_series) == 1.0)
         assert get(f"http://127.0.0.1:{port}/healthz")[0] == 200
 
@@ -121,13 +123,17 @@ def test_arguments_and_defaults(monkeypatch):
     assert args.namespace == "d8-gpu"
     assert args.validator_selector == "app=nvidia-driver-validator"
     assert args.listen == ("0.0.0.0", 8080)  # noqa: S104
+    assert args.metrics == ("127.0.0.1", 9080)  # loopback: the pod's kube-rbac-proxy serves it
     assert args.leader_elect is True
     assert parse_args(["--no-leader-elect"]).leader_elect is False
     monkeypatch.setenv("POD_NAMESPACE", "d8-other")
     assert parse_args([]).namespace == "d8-other"
 
 
-@pytest.mark.parametrize("argv", [["--validator-selector", "app in ("], ["--listen-address", "localhost"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["--validator-selector", "app in ("], ["--listen-address", "localhost"], ["--metrics-address", ":x"]],
+)
 def test_bad_arguments_are_refused(argv, capsys):
     with pytest.raises(SystemExit):
         parse_args(argv)

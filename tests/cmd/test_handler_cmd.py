@@ -166,7 +166,7 @@ def test_run_process_fills_the_api_and_stops_on_sigterm(tmp_path, short_root):
         handler = subprocess.Popen(
             [sys.executable, "-m", "deckhouse_gpu.cmd.handler", "run", "--node-name", "w1",
              "--kubeconfig", kubeconfig, "--nvml-sim", "a30", "--host-root", str(host.root),
-             "--health-address", "127.0.0.1:0"],
+             "--health-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"],
             stderr=subprocess.PIPE, text=True, env={**os.environ, "LOG_LEVEL": "info"},
         )  # fmt: skip
         try:

@@ -40,13 +40,16 @@ def server() -> Iterator[FakeApiServer]:
         yield fake
 
 
-def start_agent(host: HostBuilder, server: FakeApiServer, tmp_path: Path, port: int) -> subprocess.Popen[str]:
+def start_agent(
+    host: HostBuilder, server: FakeApiServer, tmp_path: Path, port: int, metrics_port: int = 0
+) -> subprocess.Popen[str]:
     argv = [
         sys.executable, "-m", "deckhouse_gpu.cmd.node_agent",
         "--node-name", "w1",
         "--host-root", str(host.root),
         "--kubeconfig", write_kubeconfig(tmp_path, server.url),
         "--health-address", f"127.0.0.1:{port}",
+        "--metrics-address", f"127.0.0.1:{metrics_port}",
     ]  # fmt: skip
     return subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env={**os.environ, "LOG_LEVEL": "info"})
 
@@ -54,14 +57,17 @@ def start_agent(host: HostBuilder, server: FakeApiServer, tmp_path: Path, port: 
 def test_agent_process_inventories_recreates_and_stops_cleanly(host, server, tmp_path):
     host.add_gpu("a30", "0000:17:00.0")
     host.add_gpu("a30", "0000:31:00.0")
-    port = free_port()
-    agent = start_agent(host, server, tmp_path, port)
+    port, metrics_port = free_port(), free_port()
+    agent = start_agent(host, server, tmp_path, port, metrics_port)
     try:
         wait_for(lambda: readyz(port) == 200)
         names = {o["metadata"]["name"] for o in server.kube.list(PHYSICAL_GPUS).items}
         assert names == {"w1-0000-17-00-0", "w1-0000-31-00-0"}
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as response:
-            metrics = response.read().decode()  # the same port as the probes
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=1) as response:
+            metrics = response.read().decode()  # its own address, which kube-rbac-proxy fronts
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1)
+        assert refused.value.code == 404  # never on the probe address, which the pod network reaches
         assert re.search(r'^d8_gpu_node_agent_scans_total\{result="success"\} [1-9]', metrics, re.M)
         assert 'd8_gpu_node_agent_api_writes_total{resource="PhysicalGPU"}' in metrics
         node_uid = server.kube.get(NODES, "w1")["metadata"]["uid"]

@@ -57,8 +57,10 @@ TIMEOUT = 30.0
 
 
 def _commands(root: Path, kubeconfigs: dict[str, str]) -> dict[str, list[str]]:
-    python, health = sys.executable, ("--health-address", "127.0.0.1:0")
-    listen = ("--listen-address", "127.0.0.1:0", "--namespace", NAMESPACE)
+    # Every address on a free port: the components run side by side on this one host.
+    metrics = ("--metrics-address", "127.0.0.1:0")
+    python, health = sys.executable, ("--health-address", "127.0.0.1:0", *metrics)
+    listen = ("--listen-address", "127.0.0.1:0", *metrics, "--namespace", NAMESPACE)
     return {
         "gpu-node-agent": [python, "-m", "deckhouse_gpu.cmd.node_agent", "--node-name", NODE,
                            "--host-root", str(root), "--kubeconfig", kubeconfigs["gpu-node-agent"],

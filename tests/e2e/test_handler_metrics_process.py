@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """gpu-handler's /metrics from the real process: a kubelet prepares and unprepares claims over
-the socket, and Prometheus' parser reads what the handler's health port then serves."""
+the socket, and Prometheus' parser reads what the handler's metrics address then serves (in a
+cluster, the loopback address its pod's kube-rbac-proxy fronts; the probe address has no
+/metrics)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +49,7 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 
 @pytest.fixture
-def node() -> Iterator[tuple[FakeApiServer, FakeKubelet, int]]:
+def node() -> Iterator[tuple[FakeApiServer, FakeKubelet, int, int]]:
     short = Path(tempfile.mkdtemp(prefix="gpu-"))  # Unix socket paths have at most 107 bytes
     root = build_host(short / "host").root
     resources = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES, RESOURCE_CLAIMS, PODS)
@@ -61,12 +64,13 @@ def node() -> Iterator[tuple[FakeApiServer, FakeKubelet, int]]:
         for card in server.kube.list(PHYSICAL_GPUS).items:
             status = {"status": {"conditions": [ready]}}
             server.kube.patch(PHYSICAL_GPUS, card["metadata"]["name"], status, subresource="status")
-        port = free_port()
+        port, probes = free_port(), free_port()
         log = short / "handler.log"
         with log.open("ab") as stderr:
             handler = subprocess.Popen(
                 [sys.executable, "-m", "deckhouse_gpu.cmd.handler", "run",
-                 *handler_args(root, kubeconfig), "--health-address", f"127.0.0.1:{port}"],
+                 *handler_args(root, kubeconfig), "--health-address", f"127.0.0.1:{probes}",
+                 "--metrics-address", f"127.0.0.1:{port}"],
                 stderr=stderr, env={**os.environ, "LOG_LEVEL": "info"},
             )  # fmt: skip
         # The socket file appears before the plugin listens: wait for the handler to say it serves.
@@ -75,7 +79,7 @@ def node() -> Iterator[tuple[FakeApiServer, FakeKubelet, int]]:
         try:
             wait_for(serving, timeout=20, what="the plugin serving")
             kubelet.wait_for_plugins(1, timeout=20)
-            yield server, kubelet, port
+            yield server, kubelet, port, probes
         except BaseException:
             print(log.read_text()[-4000:])
             raise
@@ -87,7 +91,7 @@ def node() -> Iterator[tuple[FakeApiServer, FakeKubelet, int]]:
 
 
 def test_prepares_unprepares_and_publishes_show_on_the_metrics_port(node):
-    server, kubelet, port = node
+    server, kubelet, port, _ = node
     wait_for(lambda: value(scrape(port), "d8_gpu_handler_slice_publishes_total", result="changed") >= 1)
     plugin = kubelet.active("gpu.deckhouse.io")
     whole = ref(allocate(server.kube, "whole", "gpu-0000-31-00-0"))
@@ -109,3 +113,13 @@ def test_prepares_unprepares_and_publishes_show_on_the_metrics_port(node):
     assert value(seen, "d8_gpu_handler_prepared_claims", offer_type="MIG") == 0
     assert not any(name.endswith("_created") for name, _ in seen)  # no creation-time series
     assert value(seen, "process_resident_memory_bytes") > 0
+
+
+def test_the_probe_address_serves_the_probes_and_no_metrics(node):
+    _, _, port, probes = node
+    wait_for(lambda: value(scrape(port), "d8_gpu_handler_slice_publishes_total", result="changed") >= 1)
+    with urllib.request.urlopen(f"http://127.0.0.1:{probes}/healthz", timeout=2) as response:
+        assert response.status == 200
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"http://127.0.0.1:{probes}/metrics", timeout=2)
+    assert refused.value.code == 404  # the pod network reaches this address; the claims' names stay off it

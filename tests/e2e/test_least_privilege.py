@@ -8,12 +8,13 @@ the chart renders for each component's ServiceAccount (tests/support/rbac_rules.
 
 A component that asks for a right its RBAC lacks fails the first test; a right the RBAC grants
 that no component used fails the second, unless the comment above its rule in the template names
-the verb and says why (EXPLAINED lists those exceptions). Findings not fixed yet would be listed
-below (MISSING, UNUSED, both empty since the templates were narrowed): each test requires exactly
-its list, so a fixed finding must leave it and a new one fails. The recorded
-accesses are written to ``api-access.json`` in the test's
-temporary directory; GPU_API_ACCESS_LOGS (a directory of such files, from a chaos run for example)
-adds its logs to the comparison. docs/RELIABILITY.md lists what the test found.
+the verb and says why (EXPLAINED lists those exceptions), or it is one of the reviews the pod's
+kube-rbac-proxy sidecar makes (SIDECAR: the sidecar, not the component, uses them). Findings not
+fixed yet would be listed below (MISSING, UNUSED, both empty since the templates were narrowed):
+each test requires exactly its list, so a fixed finding must leave it and a new one fails. The
+recorded accesses are written to ``api-access.json`` in the test's temporary directory;
+GPU_API_ACCESS_LOGS (a directory of such files, from a chaos run for example) adds its logs to the
+comparison. docs/RELIABILITY.md lists what the test found.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import pytest
 
 from testkit.api_access import AccessLog
 from tests.e2e.api_rights_world import COMPONENTS, day_of_a_node
-from tests.module.helm_render_sets import RENDERED
-from tests.support.rbac_rules import missing_rights, service_account_rules, unused_rights
+from tests.module.helm_render_sets import RENDERED, containers
+from tests.support.rbac_rules import Unused, missing_rights, service_account_rules, unused_rights
 
 # What the world's components send that a cluster's would not: the simulated kubelet inside
 # gpu-handler (--nvml-sim) writes the status of the MPS daemon Pods as the real kubelet does.
@@ -45,6 +46,17 @@ EXPLAINED: dict[str, set[tuple[str, str]]] = {
     "gpu-controller": {("get", "physicalgpus")},
     "gpu-handler": {("get", "physicalgpus")},
 }
+# The rights of the kube-rbac-proxy sidecar in every component's pod (templates/_kube_rbac_proxy.tpl),
+# bound to the pod's ServiceAccount through the platform's ClusterRole d8:rbac-proxy: the sidecar
+# creates a TokenReview and a SubjectAccessReview for each scrape of /metrics. The component's own
+# process never uses them, so no recorded run can; they are exempt from the unused check only when
+# that role grants them and the pod runs the sidecar (test_the_sidecar_rights_are_the_proxy_role_s).
+SIDECAR_ROLE = "ClusterRole d8:rbac-proxy"
+SIDECAR = {("create", "tokenreviews"), ("create", "subjectaccessreviews")}
+
+
+def sidecar_right(unused: Unused) -> bool:
+    return unused.rule.role == SIDECAR_ROLE and (unused.verb, unused.resource) in SIDECAR
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +104,9 @@ def test_no_component_needs_a_right_its_rbac_lacks(recorded: AccessLog, componen
 def test_every_granted_right_is_used_or_explained(recorded: AccessLog, component: str) -> None:
     rules = service_account_rules(RENDERED["defaults"], component)
     assert rules, f"no RBAC rendered for {component}"
-    unexplained = [u for u in unused_rights(recorded, component, rules) if not u.explained]
+    unexplained = [
+        u for u in unused_rights(recorded, component, rules) if not u.explained and not sidecar_right(u)
+    ]
     assert {(u.verb, u.resource) for u in unexplained} == UNUSED.get(component, set()), [
         str(u) for u in unexplained
     ]
@@ -103,3 +117,12 @@ def test_only_the_known_commented_exceptions_stay_unused(recorded: AccessLog, co
     rules = service_account_rules(RENDERED["defaults"], component)
     explained = {(u.verb, u.resource) for u in unused_rights(recorded, component, rules) if u.explained}
     assert explained <= EXPLAINED.get(component, set()), explained
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_the_sidecar_rights_are_the_proxy_role_s(component: str) -> None:
+    rendered = RENDERED["defaults"]
+    rules = [r for r in service_account_rules(rendered, component) if r.role == SIDECAR_ROLE]
+    assert {(verb, resource) for r in rules for verb, _, resource in r.rights()} == SIDECAR
+    workload = next(w for w in rendered.workloads() if w["metadata"]["name"] == component)
+    assert "kube-rbac-proxy" in {c["name"] for c in containers(workload, init=False)}

@@ -75,7 +75,8 @@ class Cluster:
         with self.log.open("ab") as stderr:  # a file, not a pipe: a full pipe would stall the handler
             self.handler = subprocess.Popen(
                 [sys.executable, "-m", "deckhouse_gpu.cmd.handler", "run",
-                 *handler_args(self.root, self.kubeconfig), "--health-address", "127.0.0.1:0"],
+                 *handler_args(self.root, self.kubeconfig), "--health-address", "127.0.0.1:0",
+                 "--metrics-address", "127.0.0.1:0"],
                 stderr=stderr, env={**os.environ, "LOG_LEVEL": "info"},
             )  # fmt: skip
         # A killed handler leaves its sockets behind; the kubelet would dial the stale one first.

@@ -47,6 +47,15 @@ def containers(workload: dict[str, Any], init: bool = True) -> list[dict[str, An
     return found + list(spec.get("initContainers") or []) if init else found
 
 
+# The sidecar in front of every component's /metrics (templates/_kube_rbac_proxy.tpl).
+SIDECAR = "kube-rbac-proxy"
+
+
+def own_containers(workload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The workload's own long-running containers: without its kube-rbac-proxy sidecar."""
+    return [c for c in pod_spec(workload)["containers"] if c["name"] != SIDECAR]
+
+
 def env(container: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from tests.module.dmt_checklist import MODULE_NAME, NAMESPACE, ROOT, template_files, template_objects
+from tests.support.module_images import COMMON_IMAGES
 
 OBJECTS = template_objects()
 RBAC_KINDS = {"ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
@@ -80,19 +81,26 @@ IMAGE_DIRS = sorted(p.parent.name for p in (ROOT / "images").glob("*/werf.inc.ya
 
 def test_every_container_image_comes_from_the_image_helper() -> None:
     # pkg/linters/container/rules/container_image_digest_check.go: images from the module registry,
-    # by digest. The helper templates/_helpers.tpl gpu.image resolves <registry>@<digest>.
+    # by digest. The helper templates/_helpers.tpl gpu.image resolves <registry>@<digest>; the
+    # platform's common images (kube-rbac-proxy) come from gpu.commonImage, as lib-helm's
+    # helm_lib_module_common_image gives them to every module.
     images = {camel(d) for d in IMAGE_DIRS}
-    seen = set()
+    seen, common = set(), set()
     for path in template_files():
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if not re.match(r"\s*(-\s*)?image:\s", line):
                 continue
             where = f"{path.relative_to(ROOT)}:{number}"
-            helper = re.search(r'include "gpu\.image" \(list \$?\.? "([^"]+)"\)', line)
+            helper = re.search(r'include "gpu\.(image|commonImage)" \(list \$?\w*\.? "([^"]+)"\)', line)
             assert helper, f'{where}: use {{{{ include "gpu.image" (list . "<image>") }}}}: {line.strip()}'
-            assert helper.group(1) in images, f"{where}: no images/<dir> builds {helper.group(1)!r}"
-            seen.add(helper.group(1))
+            if helper.group(1) == "commonImage":
+                assert helper.group(2) in COMMON_IMAGES, f"{where}: {helper.group(2)!r} is no common image"
+                common.add(helper.group(2))
+                continue
+            assert helper.group(2) in images, f"{where}: no images/<dir> builds {helper.group(2)!r}"
+            seen.add(helper.group(2))
     assert seen, "no container image was found in the templates"
+    assert common == COMMON_IMAGES, "tests/support/module_images.py lists the common images used"
 
 
 def test_image_names_have_no_underscores() -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from tests.module.helm_render_sets import RENDERED, containers, every, pod_spec
 from tests.support.helm_chart import Rendered
+from tests.support.rbac_rules import PLATFORM_CLUSTER_ROLES
 
 PRIORITY_CLASSES = {
     "system-node-critical",
@@ -50,6 +51,10 @@ HOST_PATHS = {
     "gpu-controller": set(),
     "gpu-dra-controller": set(),
 }
+# Subjects outside the module that its bindings may name: Deckhouse's Prometheus, which scrapes the
+# components' /metrics through their kube-rbac-proxy (templates/rbac-to-us.yaml; dmt's
+# binding-subject rule accepts d8-monitoring/prometheus too).
+SCRAPERS = {("ServiceAccount", "d8-monitoring", "prometheus"), ("User", "", "d8-monitoring:scraper")}
 CLUSTER_SCOPED = {
     "Namespace",
     "ClusterRole",
@@ -170,9 +175,15 @@ def test_rbac_is_named_by_convention_without_wildcards_and_binds_existing_accoun
             for field in ("apiGroups", "resources", "verbs"):
                 assert "*" not in rule[field], f"{role['metadata']['name']}: wildcard in {field}"
     for binding in [*rendered.of_kind("ClusterRoleBinding"), *rendered.of_kind("RoleBinding")]:
-        kind = binding["roleRef"]["kind"]
-        assert rendered.find(kind, binding["roleRef"]["name"]) is not None, binding["metadata"]["name"]
+        kind, role = binding["roleRef"]["kind"], binding["roleRef"]["name"]
+        platform = kind == "ClusterRole" and role in PLATFORM_CLUSTER_ROLES  # Deckhouse's own
+        assert platform or rendered.find(kind, role) is not None, binding["metadata"]["name"]
         for subject in binding["subjects"]:
+            where = (subject["kind"], subject.get("namespace", ""), subject["name"])
+            if where in SCRAPERS:
+                assert binding["metadata"]["name"] == "access-to-gpu-prometheus-metrics", where
+                continue
+            assert subject["kind"] == "ServiceAccount", where
             assert (subject["namespace"], subject["name"]) in accounts, binding["metadata"]["name"]
     for workload in rendered.workloads():
         account = pod_spec(workload)["serviceAccountName"]

@@ -13,11 +13,20 @@ import base64
 import kubernetes_validate
 import pytest
 
-from tests.module.helm_render_sets import RENDERED, VALUE_SETS, containers, every, handler, pod_spec
+from tests.module.helm_render_sets import (
+    RENDERED,
+    SIDECAR,
+    VALUE_SETS,
+    containers,
+    every,
+    handler,
+    own_containers,
+    pod_spec,
+)
 from tests.support.helm_chart import MONITORING_APIS, HelmFailed, Rendered, render
 from tests.support.k8s_semantics import iter_errors
 from tests.support.k8s_versions import SCHEMA_VERSIONS
-from tests.support.module_images import RUNTIME_IMAGES
+from tests.support.module_images import COMMON_IMAGES, RUNTIME_IMAGES
 from tests.support.module_values import REGISTRY, digest, module_values
 
 
@@ -28,15 +37,18 @@ def test_images_come_from_the_module_registry_with_its_pull_secret() -> None:
     for workload in rendered.workloads():
         assert pod_spec(workload)["imagePullSecrets"] == [{"name": "gpu-module-registry"}]
         for container in containers(workload):
-            assert container["image"].startswith("modules.example.com/gpu@sha256:")
+            if container["name"] == SIDECAR:  # the platform's image, from the platform's registry
+                assert container["image"] == f"{REGISTRY}@{digest('kubeRbacProxy')}"
+            else:
+                assert container["image"].startswith("modules.example.com/gpu@sha256:")
     assert RENDERED["defaults"].find("Secret", "gpu-module-registry") is None
-    (main,) = pod_spec(handler(RENDERED["defaults"]))["containers"]
+    (main,) = own_containers(handler(RENDERED["defaults"]))
     assert main["image"] == f"{REGISTRY}@{digest('gpuHandler')}"
 
 
 def test_templates_use_exactly_the_images_werf_builds() -> None:
     # Every image is referenced by digest; a digest marks which built image it is.
-    names = {image: digest(image) for image in RUNTIME_IMAGES}
+    names = {image: digest(image) for image in RUNTIME_IMAGES | COMMON_IMAGES}
     used = {
         container["image"].rsplit("@", 1)[1]
         for rendered in RENDERED.values()
@@ -49,6 +61,10 @@ def test_templates_use_exactly_the_images_werf_builds() -> None:
 def test_a_missing_image_digest_fails_the_render_naming_it() -> None:
     values = module_values(images=("gpuNodeAgent", "gpuController", "nvidiaDcgm", "nvidiaDcgmExporter"))
     with pytest.raises(HelmFailed, match='no digest for image "gpuHandler"'):
+        render(values)
+    values = module_values()
+    del values["global"]["modulesImages"]["digests"]["common"]
+    with pytest.raises(HelmFailed, match='no digest for image "kubeRbacProxy"'):
         render(values)
 
 
@@ -67,7 +83,7 @@ def test_monitoring_objects_need_their_crds() -> None:
     exposed = {
         tuple(sorted(s["spec"]["selector"].items()))
         for s in RENDERED["defaults"].of_kind("Service")
-        if any(p["name"] == "http-metrics" for p in s["spec"]["ports"])
+        if any(p["name"] in ("http-metrics", "https-metrics") for p in s["spec"]["ports"])
     }
     assert scraped == exposed  # every metrics Service is scraped, and nothing else
     assert len(monitors) == 3
@@ -78,7 +94,7 @@ def test_monitoring_objects_need_their_crds() -> None:
     assert render(VALUE_SETS["defaults"], api_versions=MONITORING_APIS).of_kind("VerticalPodAutoscaler") == []
 
 
-def test_the_node_components_are_scraped_by_pod_monitors_on_their_probe_port() -> None:
+def test_the_node_components_are_scraped_by_pod_monitors_through_their_proxy() -> None:
     monitors = {m["metadata"]["name"]: m for m in RENDERED["defaults"].of_kind("PodMonitor")}
     assert set(monitors) == {"gpu-gpu-handler", "gpu-gpu-node-agent"}
     for app in ("gpu-handler", "gpu-node-agent"):
@@ -90,13 +106,11 @@ def test_the_node_components_are_scraped_by_pod_monitors_on_their_probe_port() -
             daemonset["spec"]["template"]["metadata"]["labels"].items()
         )
         (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
-        (container,) = pod_spec(daemonset)["containers"]
-        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-        assert endpoint["port"] in ports, app
-        assert (endpoint["scheme"], endpoint["path"]) == ("http", "/metrics")
-        # The probes use the same port: the endpoint that is scraped is the one that is alive.
-        for probe in ("livenessProbe", "readinessProbe"):
-            assert container[probe]["httpGet"]["port"] == endpoint["port"], (app, probe)
+        (container,) = own_containers(daemonset)
+        (proxy,) = [c for c in pod_spec(daemonset)["containers"] if c["name"] == SIDECAR]
+        assert endpoint["port"] in {p["name"] for p in proxy["ports"]}, app
+        assert endpoint["port"] not in {p["name"] for p in container["ports"]}, app  # the probes' port
+        assert (endpoint["scheme"], endpoint["path"]) == ("https", "/metrics")
         node = {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}
         assert node in endpoint["relabelings"]
         assert monitor["spec"]["jobLabel"] == "app"
@@ -122,14 +136,14 @@ def test_the_node_write_policy_is_rendered_with_its_binding() -> None:
 
 
 def test_the_dra_controller_serves_the_webhook_only_with_a_certificate() -> None:
-    (plain,) = pod_spec(RENDERED["defaults"].get("Deployment", "gpu-dra-controller"))["containers"]
+    (plain,) = own_containers(RENDERED["defaults"].get("Deployment", "gpu-dra-controller"))
     assert "--no-webhook" in plain["args"]
     assert RENDERED["defaults"].find("ValidatingWebhookConfiguration", "d8-gpu-opaque-config") is None
     values = module_values()
     values["gpu"]["internal"]["webhookCert"] = {"ca": "CA PEM", "crt": "CRT PEM", "key": "KEY PEM"}
     rendered = render(values)
     deployment = rendered.get("Deployment", "gpu-dra-controller")
-    (container,) = pod_spec(deployment)["containers"]
+    (container,) = own_containers(deployment)
     assert "--no-webhook" not in container["args"]
     volumes = {v["name"]: v for v in pod_spec(deployment)["volumes"]}
     assert volumes["webhook-tls"]["secret"]["secretName"] == "gpu-dra-controller-webhook-tls"

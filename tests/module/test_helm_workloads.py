@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.module.helm_render_sets import RENDERED, containers, env, handler, pod_spec
+from tests.module.helm_render_sets import RENDERED, containers, env, handler, own_containers, pod_spec
 from tests.support.helm_chart import render
 from tests.support.module_values import module_values
 
@@ -38,7 +38,7 @@ def test_the_handler_surges_on_update_and_knows_its_pod_uid() -> None:
         "type": "RollingUpdate",
         "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
     }
-    (main,) = pod_spec(daemonset)["containers"]
+    (main,) = own_containers(daemonset)
     variables = env(main)
     assert variables["POD_UID"] == {"fieldRef": {"fieldPath": "metadata.uid"}}
     assert variables["NODE_NAME"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
@@ -79,7 +79,7 @@ def test_the_driver_root_is_mounted_as_section_10_4_says(workload: str) -> None:
 
 
 def test_the_handler_gets_the_cdi_root_dra_modes_and_grace_period() -> None:
-    (main,) = pod_spec(handler(RENDERED["containerised-driver"]))["containers"]
+    (main,) = own_containers(handler(RENDERED["containerised-driver"]))
     variables = env(main)
     assert variables["CDI_ROOT"] == "/var/run/cdi"
     assert variables["HOST_DRIVER_ROOT"] == "/run/nvidia/driver"
@@ -96,12 +96,12 @@ def test_the_handler_gets_the_cdi_root_dra_modes_and_grace_period() -> None:
             }
         )
     )
-    (main,) = pod_spec(handler(custom))["containers"]
+    (main,) = own_containers(handler(custom))
     variables = env(main)
     assert (variables["DRA_PARTITIONABLE"], variables["DRA_CONSUMABLE_CAPACITY"]) == ("off", "on")
     assert variables["DRA_DEVICE_TAINTS"] == "off"
     assert "--health-grace-seconds=90" in main["args"]
-    (default,) = pod_spec(handler(RENDERED["defaults"]))["containers"]
+    (default,) = own_containers(handler(RENDERED["defaults"]))
     assert (env(default)["DRA_PARTITIONABLE"], env(default)["DRA_CONSUMABLE_CAPACITY"]) == ("auto", "auto")
     assert env(default)["DRA_DEVICE_TAINTS"] == "auto"
     assert "--health-grace-seconds=30" in default["args"]
@@ -122,7 +122,7 @@ def test_ha_can_be_turned_off_on_an_ha_cluster() -> None:
 
 def test_the_controller_reads_the_validator_pods_by_their_label() -> None:
     controller = RENDERED["defaults"].get("Deployment", "gpu-controller")
-    (container,) = pod_spec(controller)["containers"]
+    (container,) = own_containers(controller)
     selector = next(a.split("=", 1)[1] for a in container["args"] if a.startswith("--validator-selector="))
     key, value = selector.split("=")
     validator = RENDERED["defaults"].get("DaemonSet", "nvidia-driver-validator")

@@ -13,7 +13,7 @@ import pytest
 
 from deckhouse_gpu.cmd.handler_wiring import mig_profile_rules
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule
-from tests.module.helm_render_sets import RENDERED, env, handler, pod_spec
+from tests.module.helm_render_sets import RENDERED, env, handler, own_containers
 from tests.support.helm_chart import render
 from tests.support.module_values import load_schema, module_values, problems
 
@@ -48,12 +48,12 @@ def test_the_schema_accepts_the_documented_rules() -> None:
 
 
 def test_by_default_the_handler_gets_no_policy_and_offers_every_profile() -> None:
-    (main,) = pod_spec(handler(RENDERED["defaults"]))["containers"]
+    (main,) = own_containers(handler(RENDERED["defaults"]))
     assert "MIG_PROFILES" not in env(main)  # no rule: the pod template is as before the setting
 
 
 def test_the_rules_reach_the_handler_as_the_operator_wrote_them() -> None:
-    (main,) = pod_spec(handler(render(module_values({"dra": {"migProfiles": RULES}}))))["containers"]
+    (main,) = own_containers(handler(render(module_values({"dra": {"migProfiles": RULES}}))))
     text = env(main)["MIG_PROFILES"]
     assert json.loads(text)[0]["nodeSelector"] == {"node.deckhouse.io/group": "inference"}
     assert mig_profile_rules(text) == (

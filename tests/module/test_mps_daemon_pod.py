@@ -22,7 +22,7 @@ from deckhouse_gpu.cmd.plugin_wiring import sharing_host
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon, daemon_for
 from deckhouse_gpu.domain.prepare.mps_pod import daemon_of
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
-from tests.module.helm_render_sets import RENDERED, env, pod_spec
+from tests.module.helm_render_sets import RENDERED, env, own_containers, pod_spec
 from tests.support.admission_policy import NOT_MATCHED, admit, user
 from tests.support.helm_chart import Rendered
 from tests.support.k8s_semantics import iter_errors
@@ -35,7 +35,7 @@ PLAN = DevicePlan("gpu", "w1", "gpu-0000-17-00-0", "0000:17:00.0", "Physical", s
 
 
 def handler_container(rendered: Rendered) -> dict[str, Any]:
-    (main,) = pod_spec(rendered.get("DaemonSet", "gpu-handler"))["containers"]
+    (main,) = own_containers(rendered.get("DaemonSet", "gpu-handler"))
     found: dict[str, Any] = main
     return found
 

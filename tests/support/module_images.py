@@ -15,3 +15,7 @@ from __future__ import annotations
 RUNTIME_IMAGES: frozenset[str] = frozenset(
     {"gpuNodeAgent", "gpuController", "gpuDraController", "gpuHandler", "nvidiaDcgm", "nvidiaDcgmExporter"}
 )
+
+# The platform's images (global.modulesImages.digests.common) the templates use, through
+# templates/_helpers.tpl gpu.commonImage: Deckhouse builds them, not this module.
+COMMON_IMAGES: frozenset[str] = frozenset({"kubeRbacProxy"})

@@ -6,7 +6,8 @@
 The settings get their schema defaults (as Deckhouse's OpenAPI defaulting does), the hooks' pure
 logic fills ``internal`` (derive_settings), and the result must validate against
 ``openapi/config-values.yaml`` and ``openapi/values.yaml``. The global values are the few that
-Deckhouse provides and the templates read: the image registry and digests, highAvailability.
+Deckhouse provides and the templates read: the image registry and digests (the module's and the
+platform's common ones), highAvailability.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ if str(HOOKS) not in sys.path:
 
 from lib.settings import derive  # noqa: E402
 
-from tests.support.module_images import RUNTIME_IMAGES  # noqa: E402
+from tests.support.module_images import COMMON_IMAGES, RUNTIME_IMAGES  # noqa: E402
 
 REGISTRY = "registry.example.com/deckhouse/ce/modules/gpu"
 # The images werf builds; each gets a fake but well-formed digest.
@@ -79,7 +80,11 @@ def module_values(
         "highAvailability": cluster_ha,
         "modulesImages": {
             "registry": {"base": REGISTRY},
-            "digests": {"gpu": {image: digest(image) for image in images}},
+            "digests": {
+                "gpu": {image: digest(image) for image in images},
+                # The platform's own images every module may use (templates/_helpers.tpl gpu.commonImage).
+                "common": {image: digest(image) for image in COMMON_IMAGES},
+            },
         },
     }
     module["internal"] = {"settings": derive(module, global_values)}

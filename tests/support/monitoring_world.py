@@ -100,17 +100,19 @@ def running(cluster: GpuCluster, workdir: Path) -> Iterator[list[Target]]:
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(FakeApiServer(cluster.kube, (*RESOURCES, LEASES, EVENTS)))
         kubeconfig = write_kubeconfig(workdir, server.url)
+        # Prometheus scrapes each controller's /metrics address (in a cluster, the loopback one its
+        # pod's kube-rbac-proxy fronts); the probe address is another port.
         ports = {"gpu-controller": free_port(), "gpu-dra-controller": free_port()}
-        common = ("--kubeconfig", kubeconfig, "--namespace", NAMESPACE)
+        common = ("--kubeconfig", kubeconfig, "--namespace", NAMESPACE, "--listen-address", "127.0.0.1:0")
         processes = [
             _process(
                 "deckhouse_gpu.cmd.controller", *common,
-                "--listen-address", f"127.0.0.1:{ports['gpu-controller']}",
+                "--metrics-address", f"127.0.0.1:{ports['gpu-controller']}",
                 log=workdir / "gpu-controller.log",
             ),
             _process(
                 "deckhouse_gpu.cmd.dra_controller", "run", *common,
-                "--listen-address", f"127.0.0.1:{ports['gpu-dra-controller']}",
+                "--metrics-address", f"127.0.0.1:{ports['gpu-dra-controller']}",
                 "--no-webhook", "--k8s-version", "1.35",
                 log=workdir / "gpu-dra-controller.log",
             ),

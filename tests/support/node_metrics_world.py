@@ -6,8 +6,9 @@
 Per node of that world, the components' own services run once on a simulated node of the same
 cards, measured as ``gpu-handler run`` and ``gpu-node-agent`` measure them (the metered API, NVML,
 MIG control and checkpoint, the observers of prepare, publish and pass), and their registries are
-served by the components' own health server on ``/metrics``, labelled as the PodMonitors label
-them. gpu-handler runs only where the driver is ready (not on node t4). What happens, by node:
+served by the components' own metrics server on ``/metrics`` (the one a pod's kube-rbac-proxy
+fronts), labelled as the PodMonitors label them. gpu-handler runs only where the driver is ready
+(not on node t4). What happens, by node:
 
 - every node: gpu-node-agent's inventory pass over its cards after a udev ``add`` event; on h100
   the API server refuses its first write (Unavailable) and the pass is repeated;
@@ -29,7 +30,6 @@ hardware.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +39,9 @@ import prometheus_client
 
 from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
 from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
-from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.metered_ports import MeteredCheckpointStore, MeteredMig, MeteredNVML
+from deckhouse_gpu.adapters.metrics_server import serve_metrics
 from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.sim_mig import MigOp
@@ -219,7 +219,7 @@ def serving(workdir: Path, namespace: str) -> Iterator[tuple[list[Target], dict[
                 metrics, held[node] = handler_pass(node, workdir / "handlers" / node)
                 sources.append(("gpu-handler", metrics.registry))
             for job, registry in sources:
-                server = serve_health(HealthState(), ("127.0.0.1", 0), time.monotonic, registry=registry)
+                server = serve_metrics(("127.0.0.1", 0), registry)
                 stack.callback(server.shutdown)
                 labels = {"namespace": namespace, "pod": f"{job}-{node}", "node": node}
                 targets.append(Target(job, f"127.0.0.1:{server.server_address[1]}", labels))

@@ -25,6 +25,15 @@ from testkit.api_access import Access, AccessLog
 from tests.support.helm_chart import Rendered
 
 ROLE_KINDS = ("Role", "ClusterRole")
+# ClusterRoles the platform provides, bound by the chart and never rendered by it, with the rules
+# Deckhouse gives them: d8:rbac-proxy lets a pod's kube-rbac-proxy sidecar review the tokens and
+# the access of its callers (templates/_kube_rbac_proxy.tpl).
+PLATFORM_CLUSTER_ROLES: dict[str, list[dict[str, list[str]]]] = {
+    "d8:rbac-proxy": [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]},
+    ],
+}
 _RULE_START = re.compile(r"^\s*- apiGroups:")
 
 
@@ -116,11 +125,18 @@ def service_account_rules(rendered: Rendered, account: str, namespace: str = "d8
         ref = binding["roleRef"]
         role_namespace = scope if ref["kind"] == "Role" else ""
         role = next(
-            o
-            for o in rendered.of_kind(ref["kind"])
-            if o["metadata"]["name"] == ref["name"]
-            and (o["metadata"].get("namespace") or "") == role_namespace
+            (
+                o
+                for o in rendered.of_kind(ref["kind"])
+                if o["metadata"]["name"] == ref["name"]
+                and (o["metadata"].get("namespace") or "") == role_namespace
+            ),
+            None,
         )
+        if role is None and ref["kind"] == "ClusterRole" and ref["name"] in PLATFORM_CLUSTER_ROLES:
+            role = {"rules": PLATFORM_CLUSTER_ROLES[ref["name"]]}
+        if role is None:
+            raise LookupError(f"{binding['metadata']['name']}: no {ref['kind']} {ref['name']}")
         notes = comments.get((ref["kind"], role_namespace, ref["name"]), [])
         label = f"{ref['kind']} {role_namespace + '/' if role_namespace else ''}{ref['name']}"
         for index, raw in enumerate(role.get("rules") or []):

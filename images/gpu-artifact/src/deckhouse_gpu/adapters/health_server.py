@@ -1,7 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""HTTP health endpoints for the kubelet's probes, and ``/metrics`` for Prometheus when given a registry.
+"""HTTP health endpoints for the kubelet's probes (``/metrics`` has a server of its own,
+adapters/metrics_server.py, on loopback behind the pod's kube-rbac-proxy).
 
 ``/readyz`` is 200 only when the last pass succeeded; ``/healthz`` is 200 unless passes have
 failed for longer than ``unhealthy_after`` seconds (a restart may then help: new connections,
@@ -14,10 +15,6 @@ import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
-
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder
 
 from deckhouse_gpu.ports.health import HealthSource
 
@@ -28,19 +25,13 @@ def serve_health(
     monotonic: Callable[[], float],
     unhealthy_after: float = 300.0,
     also_ready: Callable[[], bool] | None = None,
-    registry: CollectorRegistry | None = None,
 ) -> ThreadingHTTPServer:
     """``also_ready``: a further condition of readiness (gpu-handler: registered with the kubelet,
-    so a rolling update does not remove the old pod before the new one serves the kubelet);
-    ``registry``: served on ``/metrics`` in Prometheus' text format (OpenMetrics if asked)."""
+    so a rolling update does not remove the old pod before the new one serves the kubelet)."""
     started = monotonic()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if registry is not None and urlsplit(self.path).path == "/metrics":
-                encoder, content_type = choose_encoder(self.headers.get("Accept") or "")
-                self._send(200, encoder(registry), content_type)
-                return
             snapshot = health.snapshot()
             body: dict[str, object] = {
                 "synced": snapshot.synced,

@@ -1,10 +1,14 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""One HTTP port for Prometheus and the kubelet: ``/metrics``, ``/healthz`` and ``/readyz``.
+"""Two HTTP servers of a component: ``/metrics`` for Prometheus, ``/healthz`` and ``/readyz`` for
+the kubelet, each on an address of its own.
 
-The probes answer a small JSON body an operator can read with curl; ``/metrics`` speaks the
-Prometheus text format, or OpenMetrics when the scraper asks for it.
+``/metrics`` listens on loopback in a cluster: the kube-rbac-proxy sidecar of the pod serves it to
+Prometheus over HTTPS after checking the scraper's token (some series name the claims and Pods
+using a node's GPUs), while the probes stay on the pod's address for the kubelet. The probes
+answer a small JSON body an operator can read with curl; ``/metrics`` speaks the Prometheus text
+format, or OpenMetrics when the scraper asks for it.
 """
 
 from __future__ import annotations
@@ -20,26 +24,45 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 Probe = Callable[[], tuple[bool, str]]  # (ok, what an operator should know)
+# A path's answer from the request's Accept header: (status, body, content type).
+Route = Callable[[str], tuple[int, bytes, str]]
 
 
-def serve_endpoints(
-    address: tuple[str, int], registry: CollectorRegistry, healthy: Probe, ready: Probe
-) -> ThreadingHTTPServer:
-    """Starts serving in a daemon thread; ``shutdown()`` the returned server to stop."""
+def serve_metrics(address: tuple[str, int], registry: CollectorRegistry) -> ThreadingHTTPServer:
+    """``/metrics`` alone; starts serving in a daemon thread, ``shutdown()`` it to stop."""
+
+    def metrics(accept: str) -> tuple[int, bytes, str]:
+        encoder, content_type = choose_encoder(accept)
+        return 200, encoder(registry), content_type
+
+    return _serve(address, {"/metrics": metrics}, "metrics-server")
+
+
+def serve_probes(address: tuple[str, int], healthy: Probe, ready: Probe) -> ThreadingHTTPServer:
+    """``/healthz`` and ``/readyz``; starts serving in a daemon thread, ``shutdown()`` it to stop."""
+
+    def probe(check: Probe) -> Route:
+        def answer(_: str) -> tuple[int, bytes, str]:
+            ok, detail = check()
+            return 200 if ok else 503, json.dumps({"ok": ok, "detail": detail}).encode(), "application/json"
+
+        return answer
+
+    return _serve(address, {"/healthz": probe(healthy), "/readyz": probe(ready)}, "probe-server")
+
+
+def _serve(address: tuple[str, int], routes: dict[str, Route], name: str) -> ThreadingHTTPServer:
+    known = ", ".join(routes)
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             path = urlsplit(self.path).path
-            if path == "/metrics":
-                encoder, content_type = choose_encoder(self.headers.get("Accept") or "")
-                self._send(200, encoder(registry), content_type)
-            elif path in ("/healthz", "/readyz"):
-                ok, detail = (healthy if path == "/healthz" else ready)()
-                body = json.dumps({"ok": ok, "detail": detail}).encode()
-                self._send(200 if ok else 503, body, "application/json")
-            else:
-                error = {"error": f"unknown path {path}; use /metrics, /healthz or /readyz"}
+            route = routes.get(path)
+            if route is None:
+                error = {"error": f"unknown path {path}; use {known}"}
                 self._send(404, json.dumps(error).encode(), "application/json")
+                return
+            self._send(*route(self.headers.get("Accept") or ""))
 
         def _send(self, code: int, body: bytes, content_type: str) -> None:
             self.send_response(code)
@@ -55,5 +78,5 @@ def serve_endpoints(
     server.daemon_threads = True
     # A short poll keeps shutdown() quick on SIGTERM.
     serve = functools.partial(server.serve_forever, poll_interval=0.1)
-    threading.Thread(target=serve, name="metrics-server", daemon=True).start()
+    threading.Thread(target=serve, name=name, daemon=True).start()
     return server

@@ -6,6 +6,7 @@
 Examples:
   gpu-controller                                        # in-cluster, leader election on
   gpu-controller --kubeconfig ~/.kube/config --no-leader-elect --listen-address 127.0.0.1:8080
+  curl -s 127.0.0.1:9080/metrics                        # its metrics: on loopback by default
   gpu-controller --namespace d8-gpu --validator-selector app=nvidia-driver-validator
 """
 
@@ -18,14 +19,15 @@ import socket
 import sys
 import threading
 from dataclasses import dataclass, field
+from http.server import ThreadingHTTPServer
 
 import prometheus_client
 
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
-from deckhouse_gpu.adapters.metrics_server import serve_endpoints
+from deckhouse_gpu.adapters.metrics_server import serve_metrics, serve_probes
 from deckhouse_gpu.cmd.election import Election
-from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
+from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
 from deckhouse_gpu.domain.apimachinery.label_selector import parse_selector
 from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock, SystemClock
@@ -114,16 +116,19 @@ def run_controller(
     stop: threading.Event,
     options: ControllerOptions | None = None,
     listen: tuple[str, int] | None = None,
+    metrics: tuple[str, int] | None = None,
 ) -> None:
-    """Blocks until ``stop``; serves /metrics, /healthz and /readyz on ``listen`` when given."""
+    """Blocks until ``stop``; serves /healthz and /readyz on ``listen`` and /metrics on
+    ``metrics`` when given."""
     running = start_controller(api, stop, options)
-    server = None
+    servers: list[ThreadingHTTPServer] = []
     if listen is not None:
-        controller = running.controller
-        server = serve_endpoints(listen, running.metrics.registry, controller.health, controller.readiness)
+        servers.append(serve_probes(listen, running.controller.health, running.controller.readiness))
+    if metrics is not None:
+        servers.append(serve_metrics(metrics, running.metrics.registry))
     stop.wait()
     running.shutdown()
-    if server is not None:
+    for server in servers:
         server.shutdown()
     log.info("stopped")
 
@@ -147,9 +152,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--listen-address",
-        default="0.0.0.0:8080",  # scraped and probed from outside the pod
-        help="host:port of /metrics, /healthz, /readyz",
+        default="0.0.0.0:8080",  # probed from outside the pod
+        help="host:port of /healthz and /readyz",
     )
+    add_metrics_address(parser, "127.0.0.1:9080")
     parser.add_argument(
         "--log-level", default=os.environ.get("LOG_LEVEL", "info"), help="debug, info, warning, error"
     )
@@ -165,10 +171,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parse_selector(args.validator_selector)
     except ValueError as error:
         parser.error(f"--validator-selector: {error}")
-    try:
-        args.listen = listen_address(args.listen_address)
-    except ValueError as error:
-        parser.error(f"--listen-address: {error}")
+    for flag in ("listen", "metrics"):
+        try:
+            setattr(args, flag, listen_address(getattr(args, f"{flag}_address")))
+        except ValueError as error:
+            parser.error(f"--{flag}-address: {error}")
     return args
 
 
@@ -187,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         validator_selector=args.validator_selector,
         resync_seconds=args.resync_seconds,
     )
-    run_controller(api, stop, ControllerOptions(settings, leader_elect=args.leader_elect), args.listen)
+    options = ControllerOptions(settings, leader_elect=args.leader_elect)
+    run_controller(api, stop, options, args.listen, args.metrics)
     return 0
 
 

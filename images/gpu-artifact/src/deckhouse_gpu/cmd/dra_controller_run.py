@@ -19,10 +19,10 @@ import prometheus_client
 
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.dra_metrics import DraMetrics
-from deckhouse_gpu.adapters.metrics_server import serve_endpoints
+from deckhouse_gpu.adapters.metrics_server import serve_metrics, serve_probes
 from deckhouse_gpu.cmd import k8s_version
 from deckhouse_gpu.cmd.election import Election
-from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
+from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
 from deckhouse_gpu.domain.allocation.audit import Violation
 from deckhouse_gpu.domain.allocation.card_sharing import card_sharing
 from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
@@ -44,7 +44,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     env = os.environ.get
     parser.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="in-cluster config if unset")
     parser.add_argument("--namespace", default=env("POD_NAMESPACE", "d8-gpu"), help="namespace of the lease")
-    parser.add_argument("--listen-address", default="0.0.0.0:8080", help="/metrics, /healthz, /readyz")
+    parser.add_argument("--listen-address", default="0.0.0.0:8080", help="/healthz, /readyz")
+    add_metrics_address(parser, "127.0.0.1:9080")
     parser.add_argument("--webhook-address", default="0.0.0.0:9443", help="the admission webhook (HTTPS)")
     parser.add_argument("--tls-cert-file", default="/etc/gpu-dra-controller/tls/tls.crt")
     parser.add_argument("--tls-key-file", default="/etc/gpu-dra-controller/tls/tls.key")
@@ -164,9 +165,10 @@ def run_in_cluster(args: argparse.Namespace) -> int:
     pinned = None if args.k8s_version == "auto" else args.k8s_version
     running = start_dra_controller(api, stop, args.namespace, args.leader_elect, pinned)
     controller = running.controller
-    server = serve_endpoints(
-        listen_address(args.listen_address), running.metrics.registry, controller.health, controller.readiness
-    )
+    servers = [
+        serve_probes(listen_address(args.listen_address), controller.health, controller.readiness),
+        serve_metrics(listen_address(args.metrics_address), running.metrics.registry),
+    ]
     webhook = None
     if not args.no_webhook:
         from deckhouse_gpu.adapters.admission_server import serve_admission  # noqa: PLC0415
@@ -177,7 +179,8 @@ def run_in_cluster(args: argparse.Namespace) -> int:
         )
     stop.wait()
     running.shutdown()
-    server.shutdown()
+    for server in servers:
+        server.shutdown()
     if webhook is not None:
         webhook.shutdown()
     log.info("stopped")

@@ -27,10 +27,11 @@ from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
 from deckhouse_gpu.adapters.health_server import serve_health
 from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
 from deckhouse_gpu.adapters.metered_ports import MeteredNVML
+from deckhouse_gpu.adapters.metrics_server import serve_metrics
 from deckhouse_gpu.cmd import driver_validator, k8s_version
 from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
-from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
+from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
@@ -77,8 +78,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     run.add_argument(
         "--health-address",
         default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8082"),
-        help="host:port of /metrics, /healthz and /readyz (env HEALTH_ADDRESS)",
+        help="host:port of /healthz and /readyz (env HEALTH_ADDRESS)",
     )
+    add_metrics_address(run, "127.0.0.1:9082")
     run.add_argument(
         "--heartbeat-seconds", type=_positive, default=60.0, help="re-check for silent NVML failures"
     )
@@ -230,9 +232,9 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
         return 2
     events = EventRecorder(api, COMPONENT, args.node_name, clock)
-    capabilities = CapabilitiesPass(
-        api, MeteredNVML(nvml, metrics), args.node_name, events, clock, args.health
-    )
+    xids = wiring.xid_watcher(nvml)  # a fatal Xid makes its card unhealthy (DESIGN.md S4.2.3)
+    nvml_metered = MeteredNVML(nvml, metrics)
+    capabilities = CapabilitiesPass(api, nvml_metered, args.node_name, events, clock, args.health, xids.board)
     features = PublisherSettings(
         args.partitionable, args.consumable_capacity, args.device_taints, args.mig_profiles
     )
@@ -241,8 +243,9 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     settings = HandlerSettings(args.heartbeat_seconds, args.health)
     device_health = DeviceHealthBoard(args.node_name)  # the kubelet's health stream (DESIGN.md F6.3)
     loop = HandlerLoop(
-        capabilities, health, clock, settings, publisher, device_health=device_health, observer=metrics
-    )
+        capabilities, health, clock, settings, publisher,
+        device_health=device_health, observer=metrics, xid_watcher=xids,
+    )  # fmt: skip
     plugin = None
     stop = threading.Event()
     if not args.no_kubelet_plugin:
@@ -259,19 +262,19 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         start_daemon_keeper(prepare, stop, MPS_KEEPER_SECONDS)
     stop_on_signals(stop, loop.wake)
     registered = plugin.registered.is_set if plugin is not None else None
-    server = serve_health(
-        health,
-        listen_address(args.health_address),
-        clock.monotonic,
-        also_ready=registered,
-        registry=metrics.registry,
-    )
+    servers = [
+        serve_health(health, listen_address(args.health_address), clock.monotonic, also_ready=registered),
+        serve_metrics(listen_address(args.metrics_address), metrics.registry),
+    ]
     start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
     start_watch(api, NODES, None, loop.on_node_change, stop, field_selector=f"metadata.name={args.node_name}")
+    watching = xids.start(stop)
     loop.run(stop)
+    watching.join(xids.wait_seconds * 3)  # its waits are bounded: it sees the stop within one
     if plugin is not None:
         plugin.stop()
-    server.shutdown()
+    for server in servers:
+        server.shutdown()
     return 0
 
 

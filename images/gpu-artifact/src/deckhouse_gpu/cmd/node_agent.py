@@ -23,10 +23,11 @@ import prometheus_client
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
 from deckhouse_gpu.adapters.health_server import serve_health
+from deckhouse_gpu.adapters.metrics_server import serve_metrics
 from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.adapters.udev_events import UdevUnavailable, watch_pci_events
-from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
+from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostReader, HostUnreadable
@@ -63,8 +64,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--health-address",
         default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8081"),
-        help="host:port of /metrics, /healthz and /readyz",
+        help="host:port of /healthz and /readyz (env HEALTH_ADDRESS)",
     )
+    add_metrics_address(parser, "127.0.0.1:9081")
     parser.add_argument(
         "--log-level", default=os.environ.get("LOG_LEVEL", "info"), help="debug, info, warning or error"
     )
@@ -129,9 +131,10 @@ def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
         return 0 if loop.run_once().ok else 1
     stop = threading.Event()
     stop_on_signals(stop, loop.wake)
-    server = serve_health(
-        health, listen_address(args.health_address), clock.monotonic, registry=metrics.registry
-    )
+    servers = [
+        serve_health(health, listen_address(args.health_address), clock.monotonic),
+        serve_metrics(listen_address(args.metrics_address), metrics.registry),
+    ]
     try:
         watch_pci_events(loop.notify_udev, stop)
     except UdevUnavailable as error:
@@ -148,7 +151,8 @@ def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
     )
     log.info("started", extra={"node": args.node_name, "hostRoot": args.host_root})
     loop.run(stop)
-    server.shutdown()
+    for server in servers:
+        server.shutdown()
     log.info("stopped")
     return 0
 

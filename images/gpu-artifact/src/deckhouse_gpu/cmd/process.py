@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -16,6 +18,17 @@ def listen_address(text: str) -> tuple[str, int]:
     if not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"{text!r} is not host:port")
     return host or "0.0.0.0", int(port)  # noqa: S104 - probes and scrapes come from outside the pod
+
+
+def add_metrics_address(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--metrics-address`` (env METRICS_ADDRESS): where ``/metrics`` listens, apart from the
+    probes. Loopback by default: in the pod, kube-rbac-proxy serves it to Prometheus over HTTPS
+    and checks who asks (templates/README.md)."""
+    parser.add_argument(
+        "--metrics-address",
+        default=os.environ.get("METRICS_ADDRESS", default),
+        help=f"host:port of /metrics (env METRICS_ADDRESS, default {default})",
+    )
 
 
 def stop_on_signals(stop: threading.Event, wake: Callable[[], None] | None = None) -> None:

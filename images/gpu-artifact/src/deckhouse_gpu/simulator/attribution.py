@@ -6,7 +6,8 @@ the figures a DCGM would join to it.
 
 Each simulated node's gpu-handler measures its prepare service as ``gpu-handler run`` does
 (adapters/handler_metrics.py); its registry is served on /metrics on a loopback port, as the real
-one serves port 8082, and read back over HTTP after each prepare and unprepare. The simulator has
+one serves it on loopback behind its pod's kube-rbac-proxy, and read back over HTTP after each
+prepare and unprepare. The simulator has
 no DCGM: the figures here are made up per card, the same at every run, and joined as the recording
 rules of monitoring/prometheus-rules/attribution.yaml join them (docs/MONITORING.md says what a
 share's or a MIG instance's number means).
@@ -14,7 +15,6 @@ share's or a MIG instance's number means).
 
 from __future__ import annotations
 
-import time
 import urllib.request
 import zlib
 from http.server import ThreadingHTTPServer
@@ -23,8 +23,7 @@ from typing import TextIO
 from prometheus_client.parser import text_string_to_metric_families
 
 from deckhouse_gpu.adapters.attribution_metrics import NAME
-from deckhouse_gpu.adapters.health_server import serve_health
-from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.adapters.metrics_server import serve_metrics
 from deckhouse_gpu.simulator.node import SimulatedNode
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 
@@ -40,9 +39,7 @@ class MetricsEndpoints:
     def url(self, node: SimulatedNode) -> str:
         server = self._servers.get(node.spec.name)
         if server is None:
-            server = serve_health(
-                HealthState(), ("127.0.0.1", 0), time.monotonic, registry=node.metrics.registry
-            )
+            server = serve_metrics(("127.0.0.1", 0), node.metrics.registry)
             self._servers[node.spec.name] = server
         return f"http://127.0.0.1:{server.server_address[1]}/metrics"
 
@@ -106,7 +103,8 @@ def show_who_uses(cluster: SimulatedCluster, endpoints: MetricsEndpoints, out: T
         for row in rows:
             print("   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip(), file=out)
     print(
-        "In a cluster: each node's gpu-handler serves this on port 8082; the recording rules\n"
+        "In a cluster: each node's gpu-handler serves this to Prometheus through its pod's\n"
+        "kube-rbac-proxy (port 8443, https-metrics); the recording rules\n"
         "pod:d8_gpu_device_utilization_percent:max, pod:d8_gpu_device_memory_used_bytes:max and\n"
         "namespace:d8_gpu_* join it with dcgm-exporter's figures, and Grafana's 'GPU / Cluster'\n"
         "(row 'Who uses the GPUs') and 'GPU / Node' (table 'Prepared devices') show them.\n"

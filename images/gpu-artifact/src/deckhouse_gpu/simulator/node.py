@@ -38,6 +38,7 @@ from deckhouse_gpu.services.object_watch import start_watch
 from deckhouse_gpu.services.prepare import PrepareService
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import TriggerLoop
+from deckhouse_gpu.services.xid_watcher import XidWatcher
 from deckhouse_gpu.simulator.prepare import prepare_service
 from deckhouse_gpu.simulator.sharing import card_appeared, sharing_host
 from deckhouse_gpu.simulator.vfio import build_iommu, vfio_side
@@ -58,9 +59,12 @@ class SimulatedNode:
     prepare: PrepareService | None = None
     device_health: DeviceHealthBoard | None = None  # what the kubelet's health stream would be sent
     metrics: HandlerMetrics = field(default_factory=HandlerMetrics)  # gpu-handler's prepare metrics
+    xid_watcher: XidWatcher | None = None  # gpu-handler's Xid watcher, on the simulated NVML's events
 
     def idle(self) -> bool:
-        return all(loop.idle() for loop in self.loops)
+        watcher = self.xid_watcher
+        xids_settled = watcher is None or (watcher.idle() and not self.nvml.xids.pending())
+        return xids_settled and all(loop.idle() for loop in self.loops)
 
     def agent(self) -> NodeAgentLoop:
         loop = self.loops[0]
@@ -140,7 +144,11 @@ def start_components(
     )
     health = HealthSettings(settings.health_grace_seconds, (max(settings.heartbeat_seconds / 2, 0.1),))
     handler_events = EventRecorder(hapi, "gpu-handler", name, clock)
-    capabilities = CapabilitiesPass(hapi, node.nvml, name, handler_events, clock, health)
+    # Short waits: the simulator's settle waits for the watcher to follow each change of cards.
+    node.xid_watcher = XidWatcher(node.nvml, wait_seconds=0.05, retry_seconds=settings.heartbeat_seconds)
+    capabilities = CapabilitiesPass(
+        hapi, node.nvml, name, handler_events, clock, health, node.xid_watcher.board
+    )
     publisher = SlicePublisher(
         hapi, name, handler_events, PublisherSettings(mig_profiles=settings.mig_profiles)
     )
@@ -152,6 +160,7 @@ def start_components(
         HandlerSettings(settings.heartbeat_seconds, health),
         publisher,
         device_health=node.device_health,
+        xid_watcher=node.xid_watcher,
     )
     node.prepare = prepare_service(
         hapi, name, node.builder.root, node.nvml, clock,
@@ -161,6 +170,7 @@ def start_components(
     )  # fmt: skip
     node.prepare.start()
     node.loops = [agent, handler]
+    node.xid_watcher.start(node.stop)
     for loop in node.loops:
         threading.Thread(
             target=loop.run, args=(node.stop,), name=f"{type(loop).__name__}-{name}", daemon=True

@@ -23,6 +23,7 @@ from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, Step
 from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
 from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
+from deckhouse_gpu.domain.inventory.xid import classify
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES, NotFound
 from deckhouse_gpu.services.dra_controller import DraControllerSettings
@@ -40,6 +41,14 @@ QUIET_SECONDS = 0.3  # no API write and every loop idle for this long: the world
 # through watches; on a loaded machine one hop can take longer than a step's quiet window. It must
 # stay well below the heartbeat: with many nodes a longer window may never come.
 START_QUIET_SECONDS = 0.5
+
+
+def _xid_heard(node: SimulatedNode, address: str, number: int) -> str:
+    """The driver reports the Xid; says whether gpu-handler's event set got it (the settle then
+    waits until the watcher took it, node.idle)."""
+    if node.nvml.inject_xid(address, number):
+        return f"the driver reports it ({classify(number).meaning}); gpu-handler's NVML event set gets it"
+    return "the driver reports it, but no NVML event set watches the card: gpu-handler misses it"
 
 
 class SimulatedCluster:
@@ -109,6 +118,8 @@ class SimulatedCluster:
                 node.nvml.fail_library()
             else:
                 node.nvml.fail_device(address, "GPU is lost")
+        elif kind == "xid":
+            self.report = [f"  Xid {args['xid']} on {address}: {_xid_heard(node, address, int(args['xid']))}"]
         elif kind == "repairNvml":
             node.nvml.clear_failures()
             # Nothing announces a repaired card: gpu-handler notices at its failing card's next retry
