@@ -77,8 +77,13 @@ def _failed_lists(times: int, retry_after: float | None = None) -> list[float]:
     api = MemoryKube()
     api.create(NODES, {"metadata": {"name": "w1"}})
     failing = _Failing(api, times, retry_after)
+    # A daemon: after the event it asked for, the watch may block until the in-memory server's
+    # watch timeout, and a test process must not wait for that at exit.
     thread = threading.Thread(
-        target=watch_objects, args=(failing, NODES, None, on_change, stop), kwargs={"draw": lambda: 0.0}
+        target=watch_objects,
+        args=(failing, NODES, None, on_change, stop),
+        kwargs={"draw": lambda: 0.0},
+        daemon=True,
     )
     thread.start()
     wait_for(lambda: not failing.times)
