@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import ADDRESSES, GPUS, NODE, line, measure_process, report, report_memory, timed
-from benchmarks.in_cluster import launcher_argv, tls_context
+from benchmarks.in_cluster import launcher_argv, pod_api_server
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.sim_nvml import from_model_list
@@ -64,15 +64,10 @@ def bench_snapshot(host: HostBuilder) -> None:
 
 def bench_process(host: HostBuilder, workdir: Path) -> None:
     print("gpu-handler process (run --nvml-sim, real client, local fake API server; target RSS < 45 MiB)")
-    tls = tls_context(workdir)
-    if tls is None:
-        print("  no openssl binary: the in-cluster (https) run is skipped")
-    else:
-        context, ca = tls
-        with FakeApiServer(tls=context) as server:
+    with pod_api_server(workdir) as pod:
+        if pod is not None:
+            server, ca, env = pod
             inventory(server.kube, host)
-            host_port = server.url.removeprefix("https://").rpartition(":")
-            env = {"KUBERNETES_SERVICE_HOST": host_port[0], "KUBERNETES_SERVICE_PORT": host_port[2]}
             launcher = launcher_argv("handler", workdir, ca, ["run", *handler_argv(host)])
             measure_handler("in a pod (in-cluster config, https)", server, launcher, env)
     with FakeApiServer() as server:

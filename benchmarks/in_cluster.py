@@ -12,7 +12,11 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from testkit.fake_apiserver import FakeApiServer
 
 LAUNCHER = """
 import sys
@@ -38,6 +42,21 @@ def tls_context(workdir: Path) -> tuple[ssl.SSLContext, Path] | None:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     return context, cert
+
+
+@contextmanager
+def pod_api_server(workdir: Path) -> Iterator[tuple[FakeApiServer, Path, dict[str, str]] | None]:
+    """An HTTPS fake API server, the CA a pod would trust and the environment a pod would see;
+    None when there is no openssl to make the certificate."""
+    tls = tls_context(workdir)
+    if tls is None:
+        print("  no openssl binary: the in-cluster (https) run is skipped")
+        yield None
+        return
+    context, ca = tls
+    with FakeApiServer(tls=context) as server:
+        host, _, port = server.url.removeprefix("https://").rpartition(":")
+        yield server, ca, {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}
 
 
 def launcher_argv(module: str, workdir: Path, ca: Path, argv: list[str]) -> list[str]:

@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 
 from benchmarks.common import GPUS, NODE, OTHER_DEVICES, line, measure_process, report, report_memory, timed
-from benchmarks.in_cluster import launcher_argv, tls_context
+from benchmarks.in_cluster import launcher_argv, pod_api_server
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
@@ -69,12 +69,9 @@ def readyz(port: int) -> bool:
 
 def bench_process(host: HostBuilder, workdir: Path) -> None:
     print("gpu-node-agent process (real entry point and client, local fake API server; target RSS < 30 MiB)")
-    tls = tls_context(workdir)
-    if tls is None:
-        print("  no openssl binary: the in-cluster (https) run is skipped")
-    else:
-        context, ca = tls
-        with FakeApiServer(tls=context) as server:
+    with pod_api_server(workdir) as pod:
+        if pod is not None:
+            server, ca, env = pod
             server.kube.create(NODES, {"metadata": {"name": NODE}})
             port = free_port()
             argv = [
@@ -87,8 +84,6 @@ def bench_process(host: HostBuilder, workdir: Path) -> None:
                 "--metrics-address",
                 "127.0.0.1:0",
             ]
-            host_port = server.url.removeprefix("https://").rpartition(":")
-            env = {"KUBERNETES_SERVICE_HOST": host_port[0], "KUBERNETES_SERVICE_PORT": host_port[2]}
             launcher = launcher_argv("node_agent", workdir, ca, argv)
             report_process(
                 "in a pod (in-cluster config, https)",
