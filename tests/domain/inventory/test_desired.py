@@ -38,11 +38,26 @@ def test_describe_gpu_fills_names_labels_and_driver():
     assert gpu.status["nodeInfo"]["bareMetal"] is True
 
 
-def test_without_pci_ids_names_are_left_out():
+def test_without_pci_ids_a_known_gpu_keeps_its_name_and_label():
+    # A real H200 host had no pci.ids at all: the DeviceClasses written for the model must still match.
     gpu = describe_gpu("w1", A30, None, NODE)
-    assert gpu.status["pciInfo"]["device"] == {"id": "20b7"}
-    assert "name" not in gpu.status["pciInfo"]["vendor"]
-    assert gpu.labels["gpu.deckhouse.io/device"] == "10de-20b7"
+    assert gpu.status["pciInfo"]["device"] == {"id": "20b7", "name": "GA100GL [A30 PCIe]"}
+    assert gpu.labels["gpu.deckhouse.io/device"] == "a30-pcie"
+    assert "name" not in gpu.status["pciInfo"]["vendor"]  # the fallback names known GPUs only
+    h200 = PciDevice("0000:06:00.0", "030200", "10de", "2335", driver="nvidia")
+    assert describe_gpu("w1", h200, None, NODE).labels["gpu.deckhouse.io/device"] == "h200-sxm-141gb"
+
+
+def test_without_pci_ids_an_unknown_gpu_is_named_by_its_ids():
+    other = PciDevice("0000:17:00.0", "030200", "10de", "2b00", driver="nvidia")
+    gpu = describe_gpu("w1", other, None, NODE)
+    assert gpu.status["pciInfo"]["device"] == {"id": "2b00"}
+    assert gpu.labels["gpu.deckhouse.io/device"] == "10de-2b00"
+
+
+def test_the_hosts_pci_ids_wins_over_the_built_in_names():
+    ids = parse_pci_ids("10de  NVIDIA Corporation\n\t20b7  GA100GL [A30 PCIe, renamed]\n", {"10de"})
+    assert describe_gpu("w1", A30, ids, NODE).labels["gpu.deckhouse.io/device"] == "a30-pcie-renamed"
 
 
 def test_unbound_card_has_no_driver_type():

@@ -11,6 +11,7 @@ from typing import Any
 from deckhouse_gpu.domain import naming
 from deckhouse_gpu.domain.apimachinery.codec import encode
 from deckhouse_gpu.domain.apimachinery.merge_patch import create_patch
+from deckhouse_gpu.domain.inventory.known_gpus import known_gpu_name
 from deckhouse_gpu.domain.inventory.pci import KNOWN_VENDORS, PciDevice, driver_type
 from deckhouse_gpu.domain.inventory.pciids import PciIds
 from deckhouse_gpu.domain.inventory.physicalgpu import (
@@ -60,7 +61,9 @@ def node_selector(node_name: str) -> str:
 
 def describe_gpu(node_name: str, device: PciDevice, ids: PciIds | None, node: NodeInfo) -> DesiredGPU:
     vendor = KNOWN_VENDORS.get(device.vendor_id)
-    device_name = ids.device_name(device.vendor_id, device.device_id) if ids else None
+    device_name = (ids.device_name(device.vendor_id, device.device_id) if ids else None) or known_gpu_name(
+        device.vendor_id, device.device_id
+    )
     subsystem = None
     if device.subsystem_vendor_id and device.subsystem_device_id:
         sub_name = None
