@@ -56,7 +56,9 @@ def test_without_pci_ids_an_unknown_gpu_is_named_by_its_ids():
 
 
 def test_the_hosts_pci_ids_wins_over_the_built_in_names():
-    ids = parse_pci_ids("10de  NVIDIA Corporation\n\t20b7  GA100GL [A30 PCIe, renamed]\n", {"10de"})
+    ids = parse_pci_ids(
+        "10de  NVIDIA Corporation\n\t20b7  GA100GL [A30 PCIe, renamed]\n", frozenset({"10de"})
+    )
     assert describe_gpu("w1", A30, ids, NODE).labels["gpu.deckhouse.io/device"] == "a30-pcie-renamed"
 
 
