@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from typing import Any, Literal
 
 from deckhouse_gpu.domain.inventory import conditions
@@ -55,7 +55,7 @@ def eligible(card: dict[str, Any], *, healthy: bool = True) -> bool:
     )
 
 
-def _text(value: Any) -> str:
+def attribute_text(value: Any) -> str:
     """Attribute strings are limited to 64 bytes; longer texts are cut at a character boundary."""
     data = str(value).encode()[:MAX_ATTRIBUTE_BYTES]
     return data.decode(errors="ignore")
@@ -67,30 +67,40 @@ def _common_attributes(card: dict[str, Any]) -> dict[str, AttributeValue]:
     caps, nvidia_caps = status["capabilities"], status["capabilities"].get("nvidia") or {}
     state = status["currentState"]["nvidia"]
     attributes: dict[str, AttributeValue] = {
-        "vendor": _text(labels.get(LABEL_VENDOR, "nvidia")),
-        "device": _text(labels.get(LABEL_DEVICE, "")),
-        "productName": _text(caps.get("productName", "")),
+        "vendor": attribute_text(labels.get(LABEL_VENDOR, "nvidia")),
+        "device": attribute_text(labels.get(LABEL_DEVICE, "")),
+        "productName": attribute_text(caps.get("productName", "")),
         "pciAddress": status["pciInfo"]["address"],
-        "uuid": _text(state["gpuUUID"]),
+        "uuid": attribute_text(state["gpuUUID"]),
     }
+    attributes.update(card_facts(state, nvidia_caps, status["pciInfo"]))
+    return attributes
+
+
+def card_facts(
+    state: Mapping[str, Any], nvidia_caps: Mapping[str, Any], pci: Mapping[str, Any]
+) -> dict[str, AttributeValue]:
+    """What every offer of a card says of its driver and place in the machine, as far as known:
+    driver and CUDA versions, architecture, compute capability, PCIe root and NUMA node."""
     optional = {
         "driverVersion": state.get("driverVersion"),
         "cudaVersion": state.get("cudaVersion"),
         "architecture": nvidia_caps.get("productArchitecture"),
     }
-    attributes.update({key: _text(value) for key, value in optional.items() if value})
+    facts: dict[str, AttributeValue] = {
+        key: attribute_text(value) for key, value in optional.items() if value
+    }
     major, _, minor = str(nvidia_caps.get("computeCap", "")).partition(".")
     if major.isdigit() and minor.isdigit():
-        attributes["ccMajor"], attributes["ccMinor"] = int(major), int(minor)
-    root = status["pciInfo"].get("pcieRoot")
-    if root:
-        attributes[f"{STANDARD_DOMAIN}/pcieRoot"] = _text(root)
-    numa = status["pciInfo"].get("numaNode")
+        facts["ccMajor"], facts["ccMinor"] = int(major), int(minor)
+    if pci.get("pcieRoot"):
+        facts[f"{STANDARD_DOMAIN}/pcieRoot"] = attribute_text(pci["pcieRoot"])
+    numa = pci.get("numaNode")
     # The standard attribute of KEP-6072 (DESIGN.md F10), an int; left out when unknown: the
     # kernel's -1 never reaches the PhysicalGPU, and nothing negative is a NUMA node.
     if type(numa) is int and numa >= 0:
-        attributes[f"{STANDARD_DOMAIN}/numaNode"] = numa
-    return attributes
+        facts[f"{STANDARD_DOMAIN}/numaNode"] = numa
+    return facts
 
 
 def offered_profiles(card: dict[str, Any], policy: OfferPolicy) -> list[dict[str, Any]]:
@@ -143,7 +153,7 @@ def _mig_offers(
         attributes = {
             **common,
             "deviceType": MIG,
-            "migProfile": _text(profile["name"]),
+            "migProfile": attribute_text(profile["name"]),
             "migProfileID": int(profile["profileID"]),
             "migPlacementStart": start,
             "migPlacementSize": size,

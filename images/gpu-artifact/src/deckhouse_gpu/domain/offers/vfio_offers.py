@@ -18,8 +18,9 @@ from typing import Any, Literal
 
 from deckhouse_gpu.domain.inventory.physicalgpu import LABEL_DEVICE, LABEL_VENDOR, DriverType
 from deckhouse_gpu.domain.offers.card_offers import (
-    MAX_ATTRIBUTE_BYTES,
     ActiveMode,
+    attribute_text,
+    card_facts,
     card_offers,
     counter_set,
     eligible,
@@ -37,10 +38,6 @@ from deckhouse_gpu.domain.offers.model import (
 )
 
 VFIO: Literal["VFIO"] = "VFIO"
-
-
-def _text(value: Any) -> str:
-    return str(value).encode()[:MAX_ATTRIBUTE_BYTES].decode(errors="ignore")
 
 
 def _address(card: dict[str, Any]) -> str | None:
@@ -63,28 +60,15 @@ def _attributes(card: dict[str, Any], address: str, device_type: str) -> dict[st
     state = (status.get("currentState") or {}).get("nvidia") or {}  # gone once the card left nvidia
     product = caps.get("productName") or (pci.get("device") or {}).get("name")
     attributes: dict[str, AttributeValue] = {
-        "vendor": _text(labels.get(LABEL_VENDOR, "nvidia")),
-        "device": _text(labels.get(LABEL_DEVICE, "")),
+        "vendor": attribute_text(labels.get(LABEL_VENDOR, "nvidia")),
+        "device": attribute_text(labels.get(LABEL_DEVICE, "")),
         "pciAddress": address,
         "deviceType": device_type,
         f"{STANDARD_DOMAIN}/pciBusID": address,
     }
-    optional = {
-        "productName": product,
-        "uuid": state.get("gpuUUID"),
-        "driverVersion": state.get("driverVersion"),
-        "cudaVersion": state.get("cudaVersion"),
-        "architecture": nvidia_caps.get("productArchitecture"),
-    }
-    attributes.update({key: _text(value) for key, value in optional.items() if value})
-    major, _, minor = str(nvidia_caps.get("computeCap", "")).partition(".")
-    if major.isdigit() and minor.isdigit():
-        attributes["ccMajor"], attributes["ccMinor"] = int(major), int(minor)
-    if pci.get("pcieRoot"):
-        attributes[f"{STANDARD_DOMAIN}/pcieRoot"] = _text(pci["pcieRoot"])
-    numa = pci.get("numaNode")
-    if type(numa) is int and numa >= 0:
-        attributes[f"{STANDARD_DOMAIN}/numaNode"] = numa
+    identity = {"productName": product, "uuid": state.get("gpuUUID")}
+    attributes.update({key: attribute_text(value) for key, value in identity.items() if value})
+    attributes.update(card_facts(state, nvidia_caps, pci))
     return attributes
 
 
