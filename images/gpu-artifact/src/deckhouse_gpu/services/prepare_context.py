@@ -25,6 +25,7 @@ from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.device_metadata import DeviceMetadataFiles
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
+from deckhouse_gpu.services.host_release import release
 from deckhouse_gpu.services.sharing_host import SharingHost
 from deckhouse_gpu.services.vfio_release import VfioSide
 
@@ -68,6 +69,19 @@ class PrepareContext:
             self.saved = checkpoint
 
         self.save = save
+
+    def release_entry(self, entry: ClaimEntry) -> None:
+        """Gives back everything ``entry`` records (host_release.release, strict) and drops it."""
+        self.checkpoint = release(
+            entry,
+            self.checkpoint,
+            self.mig,
+            self.cdi,
+            self.save,
+            self.sharing,
+            metadata=self.metadata,
+            vfio=self.vfio,
+        )
 
     def store(self, entry: ClaimEntry) -> None:
         self.entry = entry

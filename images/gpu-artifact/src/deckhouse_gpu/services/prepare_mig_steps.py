@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
 from deckhouse_gpu.ports.mig import MigError, MigModePending
-from deckhouse_gpu.services.host_release import release, unowned_at
+from deckhouse_gpu.services.host_release import unowned_at
 from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError
 
 
@@ -20,16 +20,7 @@ def release_entry(ctx: PrepareContext) -> None:
     """The undo of the steps that change the host: everything the entry records, released. Strict:
     what cannot be given back raises, and the entry keeps it for the next call (run_steps)."""
     if ctx.entry is not None:
-        ctx.checkpoint = release(
-            ctx.checkpoint.get(ctx.entry.uid) or ctx.entry,
-            ctx.checkpoint,
-            ctx.mig,
-            ctx.cdi,
-            ctx.save,
-            ctx.sharing,
-            metadata=ctx.metadata,
-            vfio=ctx.vfio,
-        )
+        ctx.release_entry(ctx.checkpoint.get(ctx.entry.uid) or ctx.entry)
         ctx.entry = None
 
 

@@ -23,7 +23,6 @@ from deckhouse_gpu.domain.prepare.guard import conflicts
 from deckhouse_gpu.domain.prepare.mps import one_daemon_per_claim
 from deckhouse_gpu.domain.prepare.plan import PlanError, plan_claim
 from deckhouse_gpu.domain.prepare.sharing import sharing_conflicts
-from deckhouse_gpu.services.host_release import release
 from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError, Step, run_steps
 from deckhouse_gpu.services.prepare_metadata_steps import WriteDeviceMetadata, metadata_edits
 from deckhouse_gpu.services.prepare_mig_steps import CreateMig, SwitchMigMode
@@ -55,16 +54,7 @@ class RollBackLeftover:
         entry = ctx.checkpoint.get(ctx.claim.uid)
         if entry is not None and entry.state == "PrepareStarted":
             log.warning("rolling back an interrupted prepare", extra={"claim": ctx.claim.uid})
-            ctx.checkpoint = release(
-                entry,
-                ctx.checkpoint,
-                ctx.mig,
-                ctx.cdi,
-                ctx.save,
-                ctx.sharing,
-                metadata=ctx.metadata,
-                vfio=ctx.vfio,
-            )
+            ctx.release_entry(entry)
 
     def undo(self, ctx: PrepareContext) -> None:
         pass
