@@ -13,11 +13,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 TEMP_SUFFIX = ".tmp"
+# A claim UID or a request name that becomes a path segment: nothing that climbs or hides.
+SAFE_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def path_segment(value: str, what: str, names: str) -> str:
+    """``value`` when it is safe as one path segment; else a ValueError: "<what> ... cannot name <names>"."""
+    if not SAFE_SEGMENT.fullmatch(value):
+        raise ValueError(f"{what} {value!r} cannot name {names}")
+    return value
 
 
 def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:

@@ -17,12 +17,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from deckhouse_gpu.adapters.atomic_file import replace_file, sync_directory
+from deckhouse_gpu.adapters.atomic_file import SAFE_SEGMENT, path_segment, replace_file, sync_directory
 
 log = logging.getLogger(__name__)
 
@@ -30,14 +29,10 @@ SUBDIR = "dra-device-metadata"
 FILE_NAME = "metadata.json"
 FILE_MODE = 0o644
 DIR_MODE = 0o755
-# A claim UID and a request name become path segments: nothing that climbs or hides.
-_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def _segment(value: str, what: str) -> str:
-    if not _SEGMENT.fullmatch(value):
-        raise ValueError(f"{what} {value!r} cannot name a device metadata directory")
-    return value
+    return path_segment(value, what, "a device metadata directory")
 
 
 class FileDeviceMetadata:
@@ -65,7 +60,7 @@ class FileDeviceMetadata:
         )
 
     def delete_claim(self, claim_uid: str) -> None:
-        if not _SEGMENT.fullmatch(claim_uid):
+        if not SAFE_SEGMENT.fullmatch(claim_uid):
             return  # no file was ever written for it
         claim_dir = self.root / claim_uid
         if not claim_dir.exists():
@@ -79,4 +74,4 @@ class FileDeviceMetadata:
             names = os.listdir(self.root)
         except FileNotFoundError:
             return set()
-        return {name for name in names if _SEGMENT.fullmatch(name) and (self.root / name).is_dir()}
+        return {name for name in names if SAFE_SEGMENT.fullmatch(name) and (self.root / name).is_dir()}

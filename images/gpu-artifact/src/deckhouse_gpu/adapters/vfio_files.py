@@ -18,10 +18,9 @@ import contextlib
 import json
 import logging
 import os
-import re
 from pathlib import Path, PurePosixPath
 
-from deckhouse_gpu.adapters.atomic_file import replace_file, sync_directory
+from deckhouse_gpu.adapters.atomic_file import SAFE_SEGMENT, path_segment, replace_file, sync_directory
 from deckhouse_gpu.domain.inventory.pci import is_pci_address
 
 log = logging.getLogger(__name__)
@@ -30,13 +29,10 @@ PAYLOAD_DIR = "vfio-payload"
 LEDGER_DIR = "vfio-ledger"
 FILE_MODE = 0o644
 DIR_MODE = 0o755
-_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def _uid(value: str) -> str:
-    if not _UID.fullmatch(value):
-        raise ValueError(f"claim UID {value!r} cannot name a VFIO payload file")
-    return value
+    return path_segment(value, "claim UID", "a VFIO payload file")
 
 
 class FileVfioPayloads:
@@ -56,7 +52,7 @@ class FileVfioPayloads:
         return str(self.host_root / f"{_uid(claim_uid)}.json")
 
     def delete_claim(self, claim_uid: str) -> None:
-        if not _UID.fullmatch(claim_uid):
+        if not SAFE_SEGMENT.fullmatch(claim_uid):
             return
         path = self.root / f"{claim_uid}.json"
         if path.exists():
@@ -68,7 +64,9 @@ class FileVfioPayloads:
             names = os.listdir(self.root)
         except FileNotFoundError:
             return set()
-        return {name[: -len(".json")] for name in names if name.endswith(".json") and _UID.fullmatch(name)}
+        return {
+            name[: -len(".json")] for name in names if name.endswith(".json") and SAFE_SEGMENT.fullmatch(name)
+        }
 
 
 class FileVfioLedger:
