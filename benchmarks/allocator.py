@@ -7,13 +7,16 @@ Per layout of the offers (1.35 slices): (a) plain whole cards, no MIG and no cou
 cheapest the scheduler can get; (b) the full counter layout (memory, memory slices, every engine),
 as published before the reduction of domain/offers/counter_layout.py; (c) the reduced layout
 published now, every profile offered; (d) the reduced layout with a restricted MIG profile set
-(ModuleConfig dra.migProfiles: 1g.10gb, 3g.40gb and 7g.80gb). Then the sharing layout: one shared
-offer per card. Claims of one device are placed one by one: nodes are tried in turn from a
-rotating start, as the scheduler's filter does, and the first node that fits wins; every
-allocation is committed before the next claim. Figures, in this process's CPU time (the best of
-three rounds), so that other work on the machine does not count: claims per second, latency per
-claim (p50/p95), nodes tried per claim, with 0 %, 50 % and 90 % of the cards already taken, and
-for whole cards the slowdown against (a). Selector results are cached per device, as in the
+(ModuleConfig dra.migProfiles: 1g.10gb, 3g.40gb and 7g.80gb); (e) a control, not a layout the
+module publishes: the 208 devices of (c) with every consumesCounters removed and the counters-only
+slices dropped (it would let a whole card go out together with its MIG instances), which isolates
+the cost of the device count from that of the counters (whole-card claims only). Then the
+sharing layout: one shared offer per card. Claims of one device are placed one by one: nodes are
+tried in turn from a rotating start, as the scheduler's filter does, and the first node that fits
+wins; every allocation is committed before the next claim. Figures, in this process's CPU time
+(the best of three rounds), so that other work on the machine does not count: claims per second,
+latency per claim (p50/p95), nodes tried per claim, with 0 %, 50 % and 90 % of the cards already
+taken, and for whole cards the slowdown against (a). Selector results are cached per device, as in the
 long-running controller, so the class's selector is first evaluated once on every device
 (reported on its own) and the rows show warm allocation.
 """
@@ -53,18 +56,32 @@ CLASSES = {
 
 
 RESTRICTED = ("1g.10gb", "3g.40gb", "7g.80gb")
+# The control layout: (c) without counters. Not published by the module; it isolates the device count.
+CONTROL = "(e) control: (c) without counters"
 LAYOUTS = {
     "(a) whole cards": OfferPolicy(mig=False),
     "(b) full counters": OfferPolicy(counters="full"),
     "(c) reduced": OfferPolicy(),
     "(d) 3 profiles": OfferPolicy(mig_profiles=(("h100-sxm5-80gb", frozenset(RESTRICTED)),)),
+    CONTROL: OfferPolicy(),
     "sharing": OfferPolicy(sharing=True),
 }
 
 
-def cluster(policy: OfferPolicy) -> tuple[Inventory, list[str], list[str]]:
+def without_counters(slices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One node's slices with every consumesCounters removed and the counters-only slices dropped."""
+    kept = [item for item in slices if item["spec"].get("devices")]
+    for item in kept:
+        item["spec"]["pool"]["resourceSliceCount"] = len(kept)
+        for device in item["spec"]["devices"]:
+            device.pop("consumesCounters", None)
+    return kept
+
+
+def cluster(policy: OfferPolicy, counters: bool = True) -> tuple[Inventory, list[str], list[str]]:
     cards = node_cards(TOKEN, "h100-80gb", CARDS)
-    template = json.dumps(render(TOKEN, [card_offers(card, policy) for card in cards], 35, 1, None))
+    rendered = render(TOKEN, [card_offers(card, policy) for card in cards], 35, 1, None)
+    template = json.dumps(rendered if counters else without_counters(rendered))
     nodes = [f"gpu-{index:03d}" for index in range(NODES)]
     slices: list[dict[str, Any]] = []
     for node in nodes:
@@ -132,7 +149,7 @@ def run() -> None:
     for layout, policy in LAYOUTS.items():
         sharing = policy.sharing
         began = time.perf_counter()
-        inventory, nodes, addresses = cluster(policy)
+        inventory, nodes, addresses = cluster(policy, counters=layout != CONTROL)
         devices = sum(len(s.devices) for s in inventory.slices)
         line(
             f"{layout}: slices parsed",
@@ -141,7 +158,7 @@ def run() -> None:
             2,
         )
         for name, class_name in CLASSES.items():
-            if ("shared" in name) != sharing or ("MIG" in name and not policy.mig):
+            if ("shared" in name) != sharing or ("MIG" in name and (not policy.mig or layout == CONTROL)):
                 continue
             parsed = [parse_claim(claim(class_name, sharing), classes, semantics) for _ in range(CLAIMS)]
             matcher = CelMatcher()
@@ -176,4 +193,4 @@ def run() -> None:
     for layout, rates in whole.items():
         if layout != "sharing":
             ratios = " / ".join(f"{b / r:4.2f}x" for b, r in zip(base, rates, strict=True))
-            print(f"    {layout:<20} {ratios}")
+            print(f"    {layout:<34} {ratios}")
