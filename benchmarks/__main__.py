@@ -15,6 +15,7 @@ from benchmarks import (
     fuzz,
     handler,
     kubectl_gpu,
+    kubelet_socket,
     node_agent,
     prepare,
     slices,
@@ -32,6 +33,7 @@ def main() -> None:
         handler.run(host, workdir)
         slices.run()
     prepare.run()
+    kubelet_socket.run()
     cel_engines.run()
     allocator.run()
     cold_parse.run()

@@ -154,10 +154,11 @@ def test_stage_python_runtime_relocates_this_interpreter(tmp_path: Path) -> None
     )
     assert run.returncode == 0, run.stderr
     assert os.path.realpath(run.stdout.strip()) == os.path.realpath(dest)
-    # grpc's extension module needs the C++ runtime: not glibc's, so it is staged.
-    import grpc  # noqa: PLC0415 - only to find the installed package
+    # RE2's extension module (google-re2, in the images) needs the C++ runtime: not glibc's, so it
+    # is staged.
+    import re2  # type: ignore[import-untyped]  # noqa: PLC0415 - only to find the installed package
 
-    libraries = _stage("libraries", str(dest), str(Path(grpc.__file__).parent))
+    libraries = _stage("libraries", str(dest), str(Path(re2.__file__).parent))
     assert libraries.returncode == 0, libraries.stderr
     assert "libstdc++.so.6" in set(_staged(dest / "solib"))
     missing = _stage("libraries", str(dest), str(tmp_path / "empty"), "--soname", "libdoes-not-exist.so.9")

@@ -1,7 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""gpu-handler as a kubelet plugin: the registration socket and the DRA socket, served by gRPC.
+"""gpu-handler as a kubelet plugin: the registration socket and the DRA socket, served by gRPC
+(adapters/unix_grpc).
 
 The kubelet's plugin watcher notices ``<driver>[-<pod uid>]-reg.sock`` in its registry directory,
 asks it what it is (GetInfo), dials the DRA endpoint it names and reports the outcome
@@ -17,9 +18,6 @@ import logging
 import os
 import stat
 import threading
-from concurrent import futures
-
-import grpc
 
 from deckhouse_gpu.adapters.kubelet_dra_handlers import (
     GuardedCalls,
@@ -27,6 +25,8 @@ from deckhouse_gpu.adapters.kubelet_dra_handlers import (
 )
 from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2 as reg
 from deckhouse_gpu.adapters.kubelet_health_grpc import HEALTH_SERVICES, HealthStreams, add_health_services
+from deckhouse_gpu.adapters.unix_grpc.call import CallContext, unary
+from deckhouse_gpu.adapters.unix_grpc.server import UnixGrpcServer
 from deckhouse_gpu.ports.device_health import DeviceHealthFeed
 from deckhouse_gpu.ports.dra_plugin import DRAService, PluginPaths
 
@@ -69,33 +69,25 @@ class RegistrationState:
 
 
 def _add_registration_service(
-    server: grpc.Server, paths: PluginPaths, status: RegistrationState, versions: tuple[str, ...]
+    server: UnixGrpcServer, paths: PluginPaths, status: RegistrationState, versions: tuple[str, ...]
 ) -> None:
     info = reg.PluginInfo(
         type=PLUGIN_TYPE, name=paths.driver, endpoint=paths.dra_socket, supported_versions=versions
     )
 
-    def get_info(_request: reg.InfoRequest, _context: grpc.ServicerContext) -> reg.PluginInfo:
+    def get_info(_request: reg.InfoRequest, _context: CallContext) -> reg.PluginInfo:
         return info
 
-    def notify(
-        request: reg.RegistrationStatus, _context: grpc.ServicerContext
-    ) -> reg.RegistrationStatusResponse:
+    def notify(request: reg.RegistrationStatus, _context: CallContext) -> reg.RegistrationStatusResponse:
         status.record(request.plugin_registered, request.error)
         return reg.RegistrationStatusResponse()
 
-    server.add_registered_method_handlers(
+    server.add_service(
         reg.DESCRIPTOR.services_by_name["Registration"].full_name,
         {
-            "GetInfo": grpc.unary_unary_rpc_method_handler(
-                get_info,
-                request_deserializer=reg.InfoRequest.FromString,
-                response_serializer=reg.PluginInfo.SerializeToString,
-            ),
-            "NotifyRegistrationStatus": grpc.unary_unary_rpc_method_handler(
-                notify,
-                request_deserializer=reg.RegistrationStatus.FromString,
-                response_serializer=reg.RegistrationStatusResponse.SerializeToString,
+            "GetInfo": unary(get_info, reg.InfoRequest.FromString, reg.PluginInfo.SerializeToString),
+            "NotifyRegistrationStatus": unary(
+                notify, reg.RegistrationStatus.FromString, reg.RegistrationStatusResponse.SerializeToString
             ),
         },
     )
@@ -123,14 +115,12 @@ def _remove_socket(path: str) -> None:
         os.unlink(path)
 
 
-def _bind(path: str, workers: int, name: str) -> grpc.Server:
+def _bind(path: str, workers: int, name: str) -> UnixGrpcServer:
     _prepare_socket(path)
-    pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
-    server = grpc.server(pool)
-    # grpcio raises on a failed bind in current versions; 0 was the older way of saying so.
-    if server.add_insecure_port(f"unix:{path}") == 0:
-        raise OSError(f"cannot listen on {path}")
-    return server
+    try:
+        return UnixGrpcServer(path, workers, name)
+    except OSError as error:
+        raise OSError(f"cannot listen on {path}: {error}") from error
 
 
 class RunningPlugin:
@@ -140,7 +130,7 @@ class RunningPlugin:
         self.paths = paths
         self.status = status
         self.registered = status.registered
-        self._servers: list[tuple[grpc.Server, str]] = []
+        self._servers: list[tuple[UnixGrpcServer, str]] = []
         self._stopped = False
         self.health_streams: HealthStreams | None = None
 
@@ -149,7 +139,7 @@ class RunningPlugin:
         """The kubelet's reason for the last rejection; "" once accepted (or before it said anything)."""
         return self.status.last_error
 
-    def _bound(self, path: str, workers: int, name: str) -> grpc.Server:
+    def _bound(self, path: str, workers: int, name: str) -> UnixGrpcServer:
         server = _bind(path, workers, name)
         # Tracked before it starts: binding already created the socket file, which stop() removes.
         self._servers.append((server, path))
@@ -164,8 +154,8 @@ class RunningPlugin:
         # Registration first (it was bound last): the kubelet deregisters the plugin when that
         # socket goes, so no new call comes to the DRA socket after it.
         for server, path in reversed(self._servers):
-            server.stop(grace).wait()
-            _remove_socket(path)  # gRPC removes it only for a server that was started
+            server.stop(grace)
+            _remove_socket(path)
         self.registered.clear()
         log.info("kubelet plugin stopped", extra={"driver": self.paths.driver})
 
