@@ -12,6 +12,8 @@ KUBELET_GEN := $(ARTIFACT)/src/deckhouse_gpu/adapters/kubelet_gen
 # query against the components' metrics; tools/fetch-promtool takes both from the distribution.
 PROMTOOL := .tools/promtool
 PROMETHEUS := .tools/prometheus
+# A gRPC client on grpc-go, the kubelet's implementation, for the plugin's interoperability tests.
+GRPC_GO_KUBELET := .tools/grpc-go-kubelet
 
 .PHONY: venv proto demo test lint typecheck unit bench chaos clean
 
@@ -47,7 +49,10 @@ typecheck: venv
 $(PROMTOOL) $(PROMETHEUS) &: tools/fetch-promtool
 	tools/fetch-promtool
 
-unit: venv $(PROMTOOL) $(PROMETHEUS)
+$(GRPC_GO_KUBELET): tools/fetch-grpc-go tests/support/grpc_go_kubelet/main.go
+	tools/fetch-grpc-go
+
+unit: venv $(PROMTOOL) $(PROMETHEUS) $(GRPC_GO_KUBELET)
 	$(PY) -m pytest -q
 
 test: lint typecheck unit

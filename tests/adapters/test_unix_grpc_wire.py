@@ -16,6 +16,7 @@ from h2.connection import H2Connection
 from h2.events import DataReceived, ResponseReceived, StreamEnded, TrailersReceived
 
 from deckhouse_gpu.adapters.unix_grpc.call import CallContext, unary
+from deckhouse_gpu.adapters.unix_grpc.connection import MAX_STREAMS
 from deckhouse_gpu.adapters.unix_grpc.server import UnixGrpcServer
 from deckhouse_gpu.adapters.unix_grpc.wire import RpcError, Status, frame, percent_encoded, unframe
 
@@ -134,6 +135,12 @@ def test_a_request_that_is_no_grpc_call_is_answered_with_a_status_only(server, c
     assert data == b""
     # The connection stays usable.
     assert client.request(grpc_headers("/test.Echo/Echo"), frame(b"ok"))[0]["grpc-status"] == "0"
+
+
+def test_the_server_caps_the_calls_open_at_once_on_a_connection(server):
+    client = RawClient(server.path)
+    client.request(grpc_headers("/test.Echo/Echo"), frame(b"x"))  # the server's SETTINGS arrive first
+    assert client.h2.remote_settings.max_concurrent_streams == MAX_STREAMS
 
 
 def test_garbage_instead_of_http2_closes_only_that_connection(server):

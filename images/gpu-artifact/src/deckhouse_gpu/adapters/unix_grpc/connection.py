@@ -30,6 +30,7 @@ from h2.events import (
     StreamReset,
 )
 from h2.exceptions import H2Error, NoSuchStreamError, ProtocolError, StreamClosedError
+from h2.settings import SettingCodes, Settings
 
 from deckhouse_gpu.adapters.unix_grpc.call import CallContext, Method
 from deckhouse_gpu.adapters.unix_grpc.wire import (
@@ -48,6 +49,9 @@ from deckhouse_gpu.adapters.unix_grpc.wire import (
 log = logging.getLogger(__name__)
 
 READ_BYTES = 65536
+# Calls open at once on one connection (said in our SETTINGS; grpc-go queues the rest): with the
+# request limit this bounds what one connection can make the handler hold.
+MAX_STREAMS = 32
 
 
 class Gone(Exception):
@@ -73,6 +77,9 @@ class Connection:
         self._methods = methods
         self._submit = submit
         self._h2 = H2Connection(H2Configuration(client_side=False, header_encoding="utf-8"))
+        self._h2.local_settings = Settings(
+            client=False, initial_values={SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS}
+        )
         self._cond = threading.Condition()
         self._calls: dict[int, _Call] = {}
         self._closed = False
