@@ -13,6 +13,7 @@ import pytest
 
 from deckhouse_gpu.cmd import mps_daemon
 from deckhouse_gpu.domain.prepare.mps_pod import LAUNCHER
+from tests.support.imported_packages import heavy_packages_imported
 from tests.support.mps_driver_root import driver_root, recorded
 
 
@@ -75,12 +76,5 @@ def test_a_driver_root_without_mps_fails_saying_what_is_missing(tmp_path, capsys
 
 def test_it_imports_neither_the_kubernetes_client_nor_grpc():
     # The probe runs every few seconds in the daemon's container, whose memory the MPS server shares.
-    heavy = "('kubernetes', 'grpc', 'yaml', 'pynvml')"
-    code = (
-        "import sys, deckhouse_gpu.cmd.mps_daemon; "
-        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy}))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "[]"
+    heavy = ("kubernetes", "grpc", "yaml", "pynvml")
+    assert heavy_packages_imported("deckhouse_gpu.cmd.mps_daemon", heavy) == []
