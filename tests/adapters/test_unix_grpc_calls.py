@@ -16,6 +16,7 @@ import grpc
 import pytest
 
 from deckhouse_gpu.adapters.unix_grpc.call import CallContext, server_stream, unary
+from deckhouse_gpu.adapters.unix_grpc.connection import CLOSED_STREAMS_KEPT
 from deckhouse_gpu.adapters.unix_grpc.server import UnixGrpcServer
 from deckhouse_gpu.adapters.unix_grpc.wire import MAX_MESSAGE_BYTES, Status
 
@@ -158,6 +159,16 @@ def test_calls_on_one_connection_run_at_the_same_time(channel):
     for thread in threads:
         thread.join(10)
     assert answers == {index: str(index).encode() for index in range(4)}
+
+
+def test_a_long_lived_connection_does_not_grow_with_its_calls(server, channel):
+    # The kubelet keeps one connection for every call; h2 would remember 65,536 closed streams.
+    for _ in range(1500):
+        call(channel, "Echo", b"x")
+    (connection,) = server._connections
+    remembered = len(connection._h2._closed_streams)  # h2's own bookkeeping, pinned in requirements
+    assert 0 < remembered <= CLOSED_STREAMS_KEPT < 1500
+    assert not connection._calls
 
 
 def test_a_stream_sends_every_item_and_a_hang_up_ends_the_handler(channel, echo):

@@ -54,6 +54,16 @@ READ_BYTES = 65536
 MAX_STREAMS = 32
 
 
+# h2 remembers up to 65,536 closed streams per connection, to take frames that arrive late for
+# them: about 9 MiB on the kubelet's long-lived connection, a call per stream. Late frames come
+# right after a close; a few hundred is plenty.
+CLOSED_STREAMS_KEPT = 512
+
+
+class _Http2(H2Connection):
+    MAX_CLOSED_STREAMS = CLOSED_STREAMS_KEPT
+
+
 class Gone(Exception):
     """The caller is no longer there: the stream was reset or the connection closed."""
 
@@ -76,7 +86,7 @@ class Connection:
         self._sock = sock
         self._methods = methods
         self._submit = submit
-        self._h2 = H2Connection(H2Configuration(client_side=False, header_encoding="utf-8"))
+        self._h2 = _Http2(H2Configuration(client_side=False, header_encoding="utf-8"))
         self._h2.local_settings = Settings(
             client=False, initial_values={SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS}
         )
