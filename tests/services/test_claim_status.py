@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from deckhouse_gpu.adapters.sim.feature_gates import gates_off
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS
+from deckhouse_gpu.services.prepare_observer import PrepareObserver
 from testkit.prepare_world import allocate, build_world
 
 A30, A30B = "0000:17:00.0", "0000:31:00.0"
@@ -37,3 +39,36 @@ def test_mig_devices_at_one_placement_on_two_cards_report_their_own_uuids(tmp_pa
     assert reported[ON_A30] == {"card": A30, "kind": "MIG", "migUUID": created[A30]}
     assert reported[ON_A30B] == {"card": A30B, "kind": "MIG", "migUUID": created[A30B]}
     assert created[A30] != created[A30B]
+
+
+class Recorded:
+    """The prepare service's metrics, as they are told."""
+
+    def __init__(self) -> None:
+        self.device_status: list[bool] = []
+
+    def observe_prepare(self, offer_type: str, seconds: float | None, reason: str | None) -> None:
+        pass
+
+    def observe_unprepare(self, offer_type: str, seconds: float | None, reason: str | None) -> None:
+        pass
+
+    def observe_device_status(self, kept: bool) -> None:
+        self.device_status.append(kept)
+
+
+def test_an_api_server_that_drops_status_devices_is_reported(tmp_path: Path) -> None:
+    world = build_world(tmp_path, {A30: "a30"})
+    recorded = Recorded()
+    service = world.service(observer=PrepareObserver(recorded))
+    kept = allocate(world.api, "kept", ON_A30)
+    assert service.prepare([_ref(kept)])[_ref(kept).uid].error == ""
+    assert recorded.device_status == [True]
+
+    world.api.drop_fields = gates_off(device_status=True)  # DRAResourceClaimDeviceStatus off
+    service.unprepare([_ref(kept)])
+    dropped = allocate(world.api, "dropped", ON_A30)
+    result = service.prepare([_ref(dropped)])[_ref(dropped).uid]
+    assert result.error == ""  # the prepare itself is not harmed
+    assert "devices" not in world.api.get(RESOURCE_CLAIMS, "dropped", namespace="ns").get("status", {})
+    assert recorded.device_status == [True, False]

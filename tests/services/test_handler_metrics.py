@@ -102,3 +102,16 @@ def test_nvml_unavailable_counts_once_per_pass_not_per_card(clock):
     node.loop._pass([])
     assert node.value("nvml_errors_total", query="driver", error="NVMLUnavailable") == 1
     assert node.value("nvml_errors_total", query="snapshot", error="NVMLUnavailable") == 0
+
+
+def test_dropped_claim_device_status_is_a_gauge_of_the_last_write():
+    metrics = HandlerMetrics()
+
+    def dropped() -> float | None:
+        return metrics.registry.get_sample_value(f"{P}_claim_device_status_dropped")
+
+    assert dropped() == 0  # exported from the start: the alert's "unless" finds the node
+    metrics.observe_device_status(False)
+    assert dropped() == 1
+    metrics.observe_device_status(True)  # the gate was switched on again
+    assert dropped() == 0

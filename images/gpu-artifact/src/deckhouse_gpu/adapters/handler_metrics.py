@@ -111,6 +111,12 @@ class HandlerMetrics(ApiWriteMetrics):
             ["feature"],
             registry=registry,
         )
+        self.device_status_dropped = Gauge(
+            f"{PREFIX}_claim_device_status_dropped",
+            "1 while the API server drops the status.devices gpu-handler writes into prepared claims "
+            "(feature gate DRAResourceClaimDeviceStatus off)",
+            registry=registry,
+        )
         for result in PUBLISH_RESULTS:  # present from the start, so rate() sees the first increase
             self.publishes.labels(result)
         for feature in FEATURES:
@@ -124,6 +130,9 @@ class HandlerMetrics(ApiWriteMetrics):
             self.prepare_seconds.labels(offer_type).observe(seconds)
         if reason is not None:
             self.prepare_errors.labels(reason, offer_type).inc()
+
+    def observe_device_status(self, kept: bool) -> None:
+        self.device_status_dropped.set(0 if kept else 1)
 
     def observe_unprepare(self, offer_type: str, seconds: float | None, reason: str | None) -> None:
         if seconds is not None:

@@ -2,7 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """``ResourceClaim.status.devices`` for this driver's devices (KEP-4817): what was prepared, for
-people and tools reading the claim. Best effort: a failure here never fails a prepare."""
+people and tools reading the claim. Best effort: a failure here never fails a prepare.
+
+An API server with the feature gate DRAResourceClaimDeviceStatus off accepts the write and drops the
+field; a write of entries that are missing from the object it returns says so (``publish_devices``
+returns False), so gpu-handler can report it instead of every claim looking unprepared."""
 
 from __future__ import annotations
 
@@ -75,10 +79,11 @@ def _patch(status: dict[str, Any] | None, ours: list[dict[str, Any]]) -> dict[st
     return {} if wanted == current else {"devices": wanted or None}
 
 
-def publish_devices(api: KubeAPI, entry: ClaimEntry, now: str, prepared: bool) -> None:
-    """Writes (``prepared``) or clears this driver's entries, keeping other drivers' ones."""
+def publish_devices(api: KubeAPI, entry: ClaimEntry, now: str, prepared: bool) -> bool | None:
+    """Writes (``prepared``) or clears this driver's entries, keeping other drivers' ones. Whether
+    the claim holds them afterwards when written; None when cleared or nothing could be told."""
     ours = _ours(entry, now) if prepared else []
-    _write(api, entry.namespace, entry.name, entry.uid, ours)
+    return _write(api, entry.namespace, entry.name, entry.uid, ours)
 
 
 def clear_devices(api: KubeAPI, namespace: str, name: str, uid: str) -> None:
@@ -87,7 +92,18 @@ def clear_devices(api: KubeAPI, namespace: str, name: str, uid: str) -> None:
     _write(api, namespace, name, uid, [])
 
 
-def _write(api: KubeAPI, namespace: str, name: str, uid: str, ours: list[dict[str, Any]]) -> None:
+def _kept(stored: dict[str, Any], ours: list[dict[str, Any]]) -> bool | None:
+    if not ours:
+        return None
+    held = {
+        (device.get("pool"), device.get("device"))
+        for device in (stored.get("status") or {}).get("devices") or ()
+        if isinstance(device, dict) and device.get("driver") == DRIVER
+    }
+    return {(device["pool"], device["device"]) for device in ours} <= held
+
+
+def _write(api: KubeAPI, namespace: str, name: str, uid: str, ours: list[dict[str, Any]]) -> bool | None:
     # A passing server failure (429, 5xx, a dropped connection) is tried again a few times, with
     # jittered backoff: the kubelet does not call again for a prepared claim, so a write lost here
     # stays lost until the plugin restarts.
@@ -95,13 +111,13 @@ def _write(api: KubeAPI, namespace: str, name: str, uid: str, ours: list[dict[st
         try:
             claim = api.get(RESOURCE_CLAIMS, name, namespace=namespace)
             if claim.get("metadata", {}).get("uid") != uid:
-                return
-            patch_status(
+                return None
+            stored, _ = patch_status(
                 api, RESOURCE_CLAIMS, claim, lambda current: _patch(current, ours), namespace=namespace
             )
-            return
+            return _kept(stored, ours)
         except NotFound:
-            return
+            return None
         except Unavailable as error:
             if attempt + 1 < WRITE_ATTEMPTS:
                 time.sleep(WRITE_BACKOFF_SECONDS * 2**attempt * random.uniform(0.5, 1.5))  # noqa: S311
@@ -109,4 +125,5 @@ def _write(api: KubeAPI, namespace: str, name: str, uid: str, ours: list[dict[st
             log.warning("ResourceClaim status not updated", extra={"claim": uid, "error": str(error)})
         except KubeError as error:
             log.warning("ResourceClaim status not updated", extra={"claim": uid, "error": str(error)})
-        return
+        return None
+    return None

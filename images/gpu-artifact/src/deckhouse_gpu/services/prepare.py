@@ -138,7 +138,7 @@ class PrepareService:
             return ctx.checkpoint, PrepareResult(error=f"{type(error).__name__}: {error}")
         assert ctx.entry is not None
         if not ctx.done:
-            publish_devices(self.api, ctx.entry, ctx.now, prepared=True)
+            self._device_status(publish_devices(self.api, ctx.entry, ctx.now, prepared=True))
             log.info(
                 "claim prepared", extra={"claim": claim.uid, "devices": [d.device for d in ctx.entry.devices]}
             )
@@ -235,7 +235,11 @@ class PrepareService:
         # the kubelet's retry short-circuits, so it is written here (no write when it is right).
         now = rfc3339(self.clock.now())
         for entry in checkpoint.entries_in("PrepareCompleted"):
-            publish_devices(self.api, entry, now, prepared=True)
+            self._device_status(publish_devices(self.api, entry, now, prepared=True))
+
+    def _device_status(self, kept: bool | None) -> None:
+        if self.observer is not None:
+            self.observer.device_status(kept)
 
     def _load(self) -> Checkpoint:
         decoded = self.store.load()

@@ -37,6 +37,9 @@ class PrepareMetrics(Protocol):
 
     def observe_unprepare(self, offer_type: str, seconds: float | None, reason: str | None) -> None: ...
 
+    def observe_device_status(self, kept: bool) -> None:
+        """Whether the API server kept the last ``status.devices`` written to a claim."""
+
 
 def unprepare_reason(error: BaseException) -> str:
     if isinstance(error, MigError):
@@ -96,6 +99,11 @@ class PrepareObserver:
         devices = entry.devices if entry is not None else ()
         reason = unprepare_reason(error) if error is not None else None
         self.metrics.observe_unprepare(m.offer_type(devices), seconds, reason)
+
+    def device_status(self, kept: bool | None) -> None:
+        """A claim's ``status.devices`` written (services/claim_status.py); None: nothing to tell."""
+        if kept is not None:
+            self.metrics.observe_device_status(kept)
 
     def call_failed(self, operation: Operation, error: BaseException, claims: int) -> None:
         """A whole call failed: each of its ``claims`` that had no result yet counts as an error."""
