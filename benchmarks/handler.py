@@ -10,6 +10,7 @@ from pathlib import Path
 
 from benchmarks.common import ADDRESSES, GPUS, NODE, line, measure_process, report, report_memory, timed
 from benchmarks.in_cluster import launcher_argv, pod_api_server
+from benchmarks.kubelet_socket import KubeletStandIn
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.sim_nvml import from_model_list
@@ -69,12 +70,12 @@ def bench_process(host: HostBuilder, workdir: Path) -> None:
             server, ca, env = pod
             inventory(server.kube, host)
             launcher = launcher_argv("handler", workdir, ca, ["run", *handler_argv(host)])
-            measure_handler("in a pod (in-cluster config, https)", server, launcher, env)
+            measure_handler("in a pod (in-cluster config, https)", server, launcher, env, host)
     with FakeApiServer() as server:
         inventory(server.kube, host)
         argv = ["-m", "deckhouse_gpu.cmd.handler", "run", *handler_argv(host)]
         argv += ["--kubeconfig", write_kubeconfig(workdir, server.url)]
-        measure_handler("with --kubeconfig (loads the kubeconfig/OIDC code too)", server, argv, None)
+        measure_handler("with --kubeconfig (loads the kubeconfig/OIDC code too)", server, argv, None, host)
 
 
 def handler_argv(host: HostBuilder) -> list[str]:
@@ -82,24 +83,36 @@ def handler_argv(host: HostBuilder) -> list[str]:
             "--health-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"]  # fmt: skip
 
 
-def measure_handler(label: str, server: FakeApiServer, argv: list[str], env: dict[str, str] | None) -> None:
+def measure_handler(
+    label: str, server: FakeApiServer, argv: list[str], env: dict[str, str] | None, host: HostBuilder
+) -> None:
     started = time.perf_counter()
     first_publish: list[float] = []
+    filled_at: list[float] = []
+    kubelet = KubeletStandIn(host.root / "var/lib/kubelet/plugins_registry")
 
-    def filled() -> bool:
+    def ready() -> bool:
         if not first_publish and server.kube.list(RESOURCE_SLICES).items:
             first_publish.append(time.perf_counter() - started)
         cards = server.kube.list(PHYSICAL_GPUS).items
-        return bool(first_publish) and all("capabilities" in (c.get("status") or {}) for c in cards)
+        if not first_publish or not all("capabilities" in (c.get("status") or {}) for c in cards):
+            return False
+        if not filled_at:
+            filled_at.append(time.perf_counter() - started)
+        return kubelet.attached()  # memory as on a node: registered, the health stream open
 
-    measured = measure_process(argv, filled, env=env)
+    try:
+        measured = measure_process(argv, ready, env=env)
+    finally:
+        kubelet.close()
     print(f"  {label}")
     if measured is None:
-        print("    the handler never filled the capabilities and published")
+        print("    the handler never filled the capabilities, published and registered")
         return
-    startup, memory = measured
+    _, memory = measured
     line("  start to first ResourceSlice published", first_publish[0] * 1000, "ms", 0)
-    line("  start to all cards filled and published", startup * 1000, "ms", 0)
+    line("  start to all cards filled and published", filled_at[0] * 1000, "ms", 0)
+    print(f"    registered with a kubelet stand-in, its health stream open ({kubelet.devices} devices)")
     report_memory(memory)
 
 

@@ -7,6 +7,7 @@ socket with a 2 KiB message (a prepare request of a few claims is smaller)."""
 
 from __future__ import annotations
 
+import glob
 import tempfile
 from concurrent import futures
 from pathlib import Path
@@ -15,11 +16,49 @@ from typing import Any
 import grpc
 
 from benchmarks.common import report, timed
+from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1_pb2 as health
+from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1_pb2_grpc as health_grpc
+from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2 as registration
+from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2_grpc as registration_grpc
 from deckhouse_gpu.adapters.unix_grpc.call import unary
 from deckhouse_gpu.adapters.unix_grpc.server import UnixGrpcServer
 
 CALLS = 3000
 PAYLOAD = b"x" * 2048
+
+
+class KubeletStandIn:
+    """What a kubelet holds open to gpu-handler while it runs: the registration done and the
+    health stream (v1) open, so a process's memory is measured as it is on a node."""
+
+    def __init__(self, registry_dir: Path) -> None:
+        self.registry_dir = registry_dir
+        self.devices = 0
+        self._channel: grpc.Channel | None = None
+        self._stream: Any = None
+
+    def attached(self) -> bool:
+        """Registers and opens the stream once the plugin's socket is there; True once done."""
+        if self._stream is not None:
+            return True
+        sockets = glob.glob(str(self.registry_dir / "*-reg.sock"))
+        if not sockets:
+            return False
+        with grpc.insecure_channel(f"unix:{sockets[0]}") as channel:
+            stub = registration_grpc.RegistrationStub(channel)  # type: ignore[no-untyped-call]
+            info = stub.GetInfo(registration.InfoRequest(), timeout=5)
+            stub.NotifyRegistrationStatus(registration.RegistrationStatus(plugin_registered=True), timeout=5)
+        self._channel = grpc.insecure_channel(f"unix:{info.endpoint}")
+        watch = health_grpc.DRAResourceHealthStub(self._channel).NodeWatchResources  # type: ignore[no-untyped-call]
+        self._stream = watch(health.NodeWatchResourcesRequest(), timeout=120)
+        self.devices = len(next(self._stream).devices)
+        return True
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.cancel()
+        if self._channel is not None:
+            self._channel.close()
 
 
 def _echo(request: bytes, _context: object) -> bytes:
