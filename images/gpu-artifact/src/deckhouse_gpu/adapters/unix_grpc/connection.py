@@ -92,6 +92,7 @@ class Connection:
         )
         self._cond = threading.Condition()
         self._calls: dict[int, _Call] = {}
+        self._reset: list[CallContext] = []  # calls the caller reset, ended outside the condition
         self._closed = False
 
     # The reader thread.
@@ -110,6 +111,9 @@ class Connection:
                         self._on_event(event)
                     self._flush()
                     self._cond.notify_all()  # window updates and resets wake waiting writers
+                    reset, self._reset = self._reset, []
+                for context in reset:  # their callbacks (a health subscription's close) run unlocked
+                    context.end()
         except ProtocolError as error:
             log.warning("kubelet connection broke the HTTP/2 protocol", extra={"error": str(error)})
             with self._cond, contextlib.suppress(OSError, Gone, H2Error):
@@ -132,7 +136,7 @@ class Connection:
         elif isinstance(event, StreamReset):
             gone = self._calls.pop(event.stream_id, None)
             if gone is not None:
-                gone.context.end()
+                self._reset.append(gone.context)
         elif isinstance(event, ConnectionTerminated):
             self._closed = True
 
