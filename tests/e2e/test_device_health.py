@@ -15,25 +15,20 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.kubelet_grpc import RunningPlugin, start_plugin
+from deckhouse_gpu.adapters.kubelet_grpc import RunningPlugin
 from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
-from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.ports.dra_plugin import ClaimRef, PluginPaths
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.device_health import DeviceHealthBoard
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.ports.dra_plugin import ClaimRef
+from deckhouse_gpu.services.handler import HandlerSettings
 from deckhouse_gpu.services.trigger_loop import LoopTiming
 from testkit.prepare_world import NODE, PrepareWorld, allocate, build_world
+from tests.e2e.health_node import health_node
 from tests.support.fake_kubelet import FakeKubelet, PluginConnection
 from tests.support.fake_kubelet_health import V1, V1ALPHA1, Report, watch_health
 
@@ -63,28 +58,10 @@ class Node:
 def node() -> Iterator[Node]:
     short = Path(tempfile.mkdtemp(prefix="gpuh", dir="/tmp"))  # socket paths must fit 107 bytes
     world = build_world(short, {A30: "a30", T4: "t4"})
-    clock = SystemClock()
-    events = EventRecorder(world.api, "gpu-handler", NODE, clock)
-    capabilities = CapabilitiesPass(world.api, world.nvml, NODE, events, clock, SETTINGS.health)
-    board = DeviceHealthBoard(NODE)
-    loop = HandlerLoop(capabilities, HealthState(), clock, SETTINGS, device_health=board)
-    stop = threading.Event()
-    runner = threading.Thread(target=loop.run, args=(stop,), daemon=True, name="handler-loop")
-    runner.start()
-    paths = PluginPaths(
-        registry_dir=str(short / "registry"), plugin_dir=str(short / "plugin"), driver="gpu.deckhouse.io"
-    )
-    plugin = start_plugin(world.service(offers=loop), paths, health=board)
-    kubelet = FakeKubelet(paths.registry_dir, timeout=10.0)
     try:
-        (connection,) = kubelet.wait_for_plugins(1)
-        yield Node(world, world.nvml, plugin, kubelet, connection)
+        with health_node(world, short, SETTINGS) as served:
+            yield Node(world, world.nvml, served.plugin, served.kubelet, served.connection)
     finally:
-        kubelet.close()
-        plugin.stop(grace=0)
-        stop.set()
-        loop.wake()
-        runner.join(5)
         shutil.rmtree(short, ignore_errors=True)
 
 

@@ -4,29 +4,22 @@
 """A fatal Xid in Pod status, end to end in one process: the driver reports Xid 79 on a card whose
 MIG device a Pod holds; gpu-handler's Xid watcher (as ``gpu-handler run`` wires it) wakes the loop
 and the kubelet's health stream turns the card's devices Unhealthy, naming the Xid, long before a
-heartbeat would; the other card stays Healthy. Wired like tests/e2e/test_device_health.py."""
+heartbeat would; the other card stays Healthy. Wired by tests/e2e/health_node.py."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
-from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.ports.dra_plugin import ClaimRef, PluginPaths
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.device_health import DeviceHealthBoard
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.ports.dra_plugin import ClaimRef
+from deckhouse_gpu.services.handler import HandlerSettings
 from deckhouse_gpu.services.trigger_loop import LoopTiming
 from deckhouse_gpu.services.xid_watcher import XidWatcher
 from testkit.prepare_world import NODE, allocate, build_world
-from tests.support.fake_kubelet import FakeKubelet
+from tests.e2e.health_node import health_node
 from tests.support.fake_kubelet_health import watch_health
 
 A30, T4 = "0000:17:00.0", "0000:b1:00.0"
@@ -43,49 +36,31 @@ SETTINGS = HandlerSettings(
 def test_a_fatal_xid_turns_a_pods_mig_device_unhealthy_in_the_kubelets_health_stream():
     short = Path(tempfile.mkdtemp(prefix="gpux", dir="/tmp"))  # socket paths must fit 107 bytes
     world = build_world(short, {A30: "a30", T4: "t4"})
-    clock = SystemClock()
     watcher = XidWatcher(world.nvml, wait_seconds=0.05)
-    events = EventRecorder(world.api, "gpu-handler", NODE, clock)
-    capabilities = CapabilitiesPass(
-        world.api, world.nvml, NODE, events, clock, SETTINGS.health, watcher.board
-    )
-    board = DeviceHealthBoard(NODE)
-    loop = HandlerLoop(capabilities, HealthState(), clock, SETTINGS, device_health=board, xid_watcher=watcher)
-    stop = threading.Event()
-    runner = threading.Thread(target=loop.run, args=(stop,), daemon=True, name="handler-loop")
-    runner.start()
-    watching = watcher.start(stop)
-    paths = PluginPaths(
-        registry_dir=str(short / "registry"), plugin_dir=str(short / "plugin"), driver="gpu.deckhouse.io"
-    )
-    plugin = start_plugin(world.service(offers=loop), paths, health=board)
-    kubelet = FakeKubelet(paths.registry_dir, timeout=10.0)
     try:
-        (connection,) = kubelet.wait_for_plugins(1)
-        watch = watch_health(connection)
-        try:
-            first = watch.until(lambda r: (POOL, MIG_DEVICE) in r)
-            assert {seen.health for seen in first.values()} == {"Healthy"}
-            claim = allocate(world.api, "c1", MIG_DEVICE)
-            ref = ClaimRef("ns", claim["metadata"]["uid"], "c1")
-            assert connection.prepare([ref])[ref.uid].error == ""
+        with health_node(world, short, SETTINGS, watcher) as served:
+            watching = watcher.start(served.stop)
+            watch = watch_health(served.connection)
+            try:
+                first = watch.until(lambda r: (POOL, MIG_DEVICE) in r)
+                assert {seen.health for seen in first.values()} == {"Healthy"}
+                claim = allocate(world.api, "c1", MIG_DEVICE)
+                ref = ClaimRef("ns", claim["metadata"]["uid"], "c1")
+                assert served.connection.prepare([ref])[ref.uid].error == ""
 
-            deadline = time.monotonic() + 10  # until the pass has told the watcher its cards
-            while not world.nvml.inject_xid(A30, 79):  # an Xid nobody watches is lost, as in NVML
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
-            broken = watch.until(lambda r: r[(POOL, MIG_DEVICE)].health == "Unhealthy", timeout=10)
-            message = broken[(POOL, MIG_DEVICE)].message
-            assert message.startswith(f"card {A30}: HardwareHealthy=False (XidError): Xid 79 (GPU has fallen")
-            assert broken[(POOL, WHOLE_T4)].health == "Healthy"
-        finally:
-            watch.close()
-    finally:
-        kubelet.close()
-        plugin.stop(grace=0)
-        stop.set()
-        loop.wake()
-        runner.join(5)
+                deadline = time.monotonic() + 10  # until the pass has told the watcher its cards
+                while not world.nvml.inject_xid(A30, 79):  # an Xid nobody watches is lost, as in NVML
+                    assert time.monotonic() < deadline
+                    time.sleep(0.01)
+                broken = watch.until(lambda r: r[(POOL, MIG_DEVICE)].health == "Unhealthy", timeout=10)
+                message = broken[(POOL, MIG_DEVICE)].message
+                assert message.startswith(
+                    f"card {A30}: HardwareHealthy=False (XidError): Xid 79 (GPU has fallen"
+                )
+                assert broken[(POOL, WHOLE_T4)].health == "Healthy"
+            finally:
+                watch.close()
         watching.join(5)
         assert not watching.is_alive()
+    finally:
         shutil.rmtree(short, ignore_errors=True)
