@@ -1,15 +1,14 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The kubelet's socket: one gRPC call's round trip through gpu-handler's server (adapters/unix_grpc,
-on h2) and, for comparison, through grpcio's server, both called by grpcio's client over a Unix
-socket with a 2 KiB message (a prepare request of a few claims is smaller)."""
+"""The kubelet's socket: one DRA call's round trip through gpu-handler's plugin server (grpcio, as
+``start_plugin`` builds it) from grpcio's client over a Unix socket: a prepare of three claims,
+which is what the kubelet sends for a Pod with a few claims (the service answers at once)."""
 
 from __future__ import annotations
 
 import glob
 import tempfile
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,15 @@ import grpc
 from benchmarks.common import report, timed
 from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1_pb2 as health
 from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1_pb2_grpc as health_grpc
+from deckhouse_gpu.adapters.kubelet_gen import dra_v1_pb2 as dra
+from deckhouse_gpu.adapters.kubelet_gen import dra_v1_pb2_grpc as dra_grpc
 from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2 as registration
 from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2_grpc as registration_grpc
-from deckhouse_gpu.adapters.unix_grpc.call import unary
-from deckhouse_gpu.adapters.unix_grpc.server import UnixGrpcServer
+from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
+from deckhouse_gpu.ports.dra_plugin import ClaimRef, PluginPaths, PreparedDevice, PrepareResult
 
 CALLS = 3000
-PAYLOAD = b"x" * 2048
+CLAIMS = 3
 
 
 class KubeletStandIn:
@@ -61,33 +62,31 @@ class KubeletStandIn:
             self._channel.close()
 
 
-def _echo(request: bytes, _context: object) -> bytes:
-    return request
+class _InstantService:
+    """A DRA service that answers every claim with one device at once: the socket's cost alone."""
 
+    def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
+        device = PreparedDevice(("gpu",), "bench", "gpu-0", ("gpu.deckhouse.io/gpu=gpu-0",))
+        return {c.uid: PrepareResult(devices=(device,)) for c in claims}
 
-def _round_trips(path: str) -> list[float]:
-    with grpc.insecure_channel(f"unix:{path}") as channel:
-        stub: Any = channel.unary_unary("/bench.Echo/Echo")
-        timed(lambda: stub(PAYLOAD, timeout=5), 200)  # connection and warm-up
-        return timed(lambda: stub(PAYLOAD, timeout=5), CALLS)
+    def unprepare(self, claims: list[ClaimRef]) -> dict[str, str]:
+        return {c.uid: "" for c in claims}
 
 
 def run() -> None:
-    print("kubelet socket: one unary call's round trip (grpcio client, Unix socket)")
+    print("kubelet socket: one DRA call's round trip (grpcio server and client, Unix socket)")
     with tempfile.TemporaryDirectory(prefix="gpu-bench-sock-") as tmp:
-        ours = UnixGrpcServer(str(Path(tmp) / "ours.sock"), 6, "bench")
-        ours.add_service("bench.Echo", {"Echo": unary(_echo, bytes, bytes)})
-        ours.start()
+        paths = PluginPaths(registry_dir=f"{tmp}/registry", plugin_dir=f"{tmp}/plugin")
+        plugin = start_plugin(_InstantService(), paths)
+        claims = [dra.Claim(namespace="bench", uid=f"uid-{i}", name=f"claim-{i}") for i in range(CLAIMS)]
+        request = dra.NodePrepareResourcesRequest(claims=claims)
         try:
-            report("gpu-handler's server (h2)", _round_trips(ours.path))
+            with grpc.insecure_channel(f"unix:{paths.dra_socket}") as channel:
+                prepare = dra_grpc.DRAPluginStub(channel).NodePrepareResources  # type: ignore[no-untyped-call]
+                timed(lambda: prepare(request, timeout=5), 200)  # connection and warm-up
+                report(
+                    f"NodePrepareResources, {CLAIMS} claims",
+                    timed(lambda: prepare(request, timeout=5), CALLS),
+                )
         finally:
-            ours.stop(0)
-        theirs = grpc.server(futures.ThreadPoolExecutor(max_workers=6))
-        methods: dict[str, Any] = {"Echo": grpc.unary_unary_rpc_method_handler(_echo)}
-        theirs.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", methods),))
-        theirs.add_insecure_port(f"unix:{Path(tmp) / 'grpcio.sock'}")
-        theirs.start()
-        try:
-            report("grpcio's server, for comparison", _round_trips(str(Path(tmp) / "grpcio.sock")))
-        finally:
-            theirs.stop(0)
+            plugin.stop(grace=0)

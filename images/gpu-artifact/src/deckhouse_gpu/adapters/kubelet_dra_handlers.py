@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any, Protocol
 
+import grpc
+
 from deckhouse_gpu.adapters.kubelet_gen import dra_v1_pb2 as v1
 from deckhouse_gpu.adapters.kubelet_gen import dra_v1beta1_pb2 as v1beta1
-from deckhouse_gpu.adapters.unix_grpc.call import CallContext, unary
-from deckhouse_gpu.adapters.unix_grpc.server import UnixGrpcServer
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, DRAService, PreparedDevice, PrepareResult
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def _devices_or_error[M](
 
 
 def _add_dra_service(
-    server: UnixGrpcServer,
+    server: grpc.Server,
     api: ModuleType,
     calls: GuardedCalls,
     to_device: Callable[[PreparedDevice], Any],
@@ -127,7 +127,7 @@ def _add_dra_service(
     """One DRAPlugin service for one API version: the versions differ only in their message
     classes and in the device fields they carry (``to_device``)."""
 
-    def prepare(request: Any, _context: CallContext) -> Any:
+    def prepare(request: Any, _context: grpc.ServicerContext) -> Any:
         response = api.NodePrepareResourcesResponse()
         for uid, result in calls.prepare(claim_refs(request.claims)).items():
             devices, error = _devices_or_error(result, to_device)
@@ -136,30 +136,30 @@ def _add_dra_service(
             entry.error = error
         return response
 
-    def unprepare(request: Any, _context: CallContext) -> Any:
+    def unprepare(request: Any, _context: grpc.ServicerContext) -> Any:
         response = api.NodeUnprepareResourcesResponse()
         for uid, error in calls.unprepare(claim_refs(request.claims)).items():
             response.claims[uid].error = error
         return response
 
-    server.add_service(
+    server.add_registered_method_handlers(
         api.DESCRIPTOR.services_by_name["DRAPlugin"].full_name,
         {
-            "NodePrepareResources": unary(
+            "NodePrepareResources": grpc.unary_unary_rpc_method_handler(
                 prepare,
-                api.NodePrepareResourcesRequest.FromString,
-                api.NodePrepareResourcesResponse.SerializeToString,
+                request_deserializer=api.NodePrepareResourcesRequest.FromString,
+                response_serializer=api.NodePrepareResourcesResponse.SerializeToString,
             ),
-            "NodeUnprepareResources": unary(
+            "NodeUnprepareResources": grpc.unary_unary_rpc_method_handler(
                 unprepare,
-                api.NodeUnprepareResourcesRequest.FromString,
-                api.NodeUnprepareResourcesResponse.SerializeToString,
+                request_deserializer=api.NodeUnprepareResourcesRequest.FromString,
+                response_serializer=api.NodeUnprepareResourcesResponse.SerializeToString,
             ),
         },
     )
 
 
-def add_dra_services(server: UnixGrpcServer, calls: GuardedCalls) -> None:
+def add_dra_services(server: grpc.Server, calls: GuardedCalls) -> None:
     """Registers both DRAPlugin services; the names come from the compiled protos, as the kubelet's do."""
     _add_dra_service(server, v1, calls, _v1_device)
     _add_dra_service(server, v1beta1, calls, _v1beta1_device)

@@ -1,8 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""gpu-handler as a kubelet plugin: the registration socket and the DRA socket, served by gRPC
-(adapters/unix_grpc).
+"""gpu-handler as a kubelet plugin: the registration socket and the DRA socket, served by grpcio.
 
 The kubelet's plugin watcher notices ``<driver>[-<pod uid>]-reg.sock`` in its registry directory,
 asks it what it is (GetInfo), dials the DRA endpoint it names and reports the outcome
@@ -18,6 +17,9 @@ import logging
 import os
 import stat
 import threading
+from concurrent import futures
+
+import grpc
 
 from deckhouse_gpu.adapters.kubelet_dra_handlers import (
     GuardedCalls,
@@ -25,8 +27,6 @@ from deckhouse_gpu.adapters.kubelet_dra_handlers import (
 )
 from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2 as reg
 from deckhouse_gpu.adapters.kubelet_health_grpc import HEALTH_SERVICES, HealthStreams, add_health_services
-from deckhouse_gpu.adapters.unix_grpc.call import CallContext, unary
-from deckhouse_gpu.adapters.unix_grpc.server import UnixGrpcServer
 from deckhouse_gpu.ports.device_health import DeviceHealthFeed
 from deckhouse_gpu.ports.dra_plugin import DRAService, PluginPaths
 
@@ -42,6 +42,16 @@ MAX_SOCKET_PATH = 107
 # for as long as it is open (two at most, kubelet_health_grpc.MAX_STREAMS).
 DRA_WORKERS = 6
 REGISTRATION_WORKERS = 2
+# The largest request taken: grpcio's and grpc-go's default, said explicitly (a prepare request of a
+# few claims is a few KiB). A larger one gets RESOURCE_EXHAUSTED from grpcio, the connection goes on.
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+# Calls open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS; grpc-go queues the
+# rest): with the message limit it bounds what one connection can make the handler hold.
+MAX_STREAMS_PER_CONNECTION = 32
+SERVER_OPTIONS = (
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
+)
 
 
 class RegistrationState:
@@ -69,25 +79,33 @@ class RegistrationState:
 
 
 def _add_registration_service(
-    server: UnixGrpcServer, paths: PluginPaths, status: RegistrationState, versions: tuple[str, ...]
+    server: grpc.Server, paths: PluginPaths, status: RegistrationState, versions: tuple[str, ...]
 ) -> None:
     info = reg.PluginInfo(
         type=PLUGIN_TYPE, name=paths.driver, endpoint=paths.dra_socket, supported_versions=versions
     )
 
-    def get_info(_request: reg.InfoRequest, _context: CallContext) -> reg.PluginInfo:
+    def get_info(_request: reg.InfoRequest, _context: grpc.ServicerContext) -> reg.PluginInfo:
         return info
 
-    def notify(request: reg.RegistrationStatus, _context: CallContext) -> reg.RegistrationStatusResponse:
+    def notify(
+        request: reg.RegistrationStatus, _context: grpc.ServicerContext
+    ) -> reg.RegistrationStatusResponse:
         status.record(request.plugin_registered, request.error)
         return reg.RegistrationStatusResponse()
 
-    server.add_service(
+    server.add_registered_method_handlers(
         reg.DESCRIPTOR.services_by_name["Registration"].full_name,
         {
-            "GetInfo": unary(get_info, reg.InfoRequest.FromString, reg.PluginInfo.SerializeToString),
-            "NotifyRegistrationStatus": unary(
-                notify, reg.RegistrationStatus.FromString, reg.RegistrationStatusResponse.SerializeToString
+            "GetInfo": grpc.unary_unary_rpc_method_handler(
+                get_info,
+                request_deserializer=reg.InfoRequest.FromString,
+                response_serializer=reg.PluginInfo.SerializeToString,
+            ),
+            "NotifyRegistrationStatus": grpc.unary_unary_rpc_method_handler(
+                notify,
+                request_deserializer=reg.RegistrationStatus.FromString,
+                response_serializer=reg.RegistrationStatusResponse.SerializeToString,
             ),
         },
     )
@@ -115,12 +133,22 @@ def _remove_socket(path: str) -> None:
         os.unlink(path)
 
 
-def _bind(path: str, workers: int, name: str) -> UnixGrpcServer:
+def _bind(path: str, workers: int, name: str) -> grpc.Server:
+    """A grpcio server bound to ``path`` (the socket file exists from here on), not yet started."""
     _prepare_socket(path)
+    # A sync server: each call (and each open health stream) holds one of ``workers`` threads.
+    pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+    server = grpc.server(pool, options=SERVER_OPTIONS)
     try:
-        return UnixGrpcServer(path, workers, name)
-    except OSError as error:
+        # "unix://" and an absolute path: grpcio's form of a Unix socket address.
+        port = server.add_insecure_port("unix://" + path)
+    except RuntimeError as error:  # grpcio's way of saying the bind failed
+        server.stop(None)
         raise OSError(f"cannot listen on {path}: {error}") from error
+    if port == 0:  # older grpcio said so by returning 0
+        server.stop(None)
+        raise OSError(f"cannot listen on {path}")
+    return server
 
 
 class RunningPlugin:
@@ -130,7 +158,7 @@ class RunningPlugin:
         self.paths = paths
         self.status = status
         self.registered = status.registered
-        self._servers: list[tuple[UnixGrpcServer, str]] = []
+        self._servers: list[tuple[grpc.Server, str]] = []
         self._stopped = False
         self.health_streams: HealthStreams | None = None
 
@@ -139,7 +167,7 @@ class RunningPlugin:
         """The kubelet's reason for the last rejection; "" once accepted (or before it said anything)."""
         return self.status.last_error
 
-    def _bound(self, path: str, workers: int, name: str) -> UnixGrpcServer:
+    def _bound(self, path: str, workers: int, name: str) -> grpc.Server:
         server = _bind(path, workers, name)
         # Tracked before it starts: binding already created the socket file, which stop() removes.
         self._servers.append((server, path))
@@ -154,8 +182,10 @@ class RunningPlugin:
         # Registration first (it was bound last): the kubelet deregisters the plugin when that
         # socket goes, so no new call comes to the DRA socket after it.
         for server, path in reversed(self._servers):
-            server.stop(grace)
-            _remove_socket(path)
+            # grpcio refuses new calls at once, lets running ones finish for ``grace`` seconds,
+            # then cancels them and says GOAWAY; the event is set once it is all done.
+            server.stop(grace).wait()
+            _remove_socket(path)  # grpcio removes it only for a server that was started
         self.registered.clear()
         log.info("kubelet plugin stopped", extra={"driver": self.paths.driver})
 

@@ -20,11 +20,10 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+import grpc
+
 from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1_pb2 as v1
 from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1alpha1_pb2 as v1alpha1
-from deckhouse_gpu.adapters.unix_grpc.call import CallContext, server_stream
-from deckhouse_gpu.adapters.unix_grpc.server import UnixGrpcServer
-from deckhouse_gpu.adapters.unix_grpc.wire import Status
 from deckhouse_gpu.domain.inventory.device_health import HealthReport
 from deckhouse_gpu.ports.device_health import DeviceHealthFeed, HealthSubscription
 
@@ -91,14 +90,14 @@ def _response(api: ModuleType, report: HealthReport) -> Any:
     )
 
 
-def _add_health_service(server: UnixGrpcServer, api: ModuleType, streams: HealthStreams) -> None:
-    def watch(_request: Any, context: CallContext) -> Iterator[Any]:
+def _add_health_service(server: grpc.Server, api: ModuleType, streams: HealthStreams) -> None:
+    def watch(_request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         subscription = streams.open()
         if subscription is None:
             reason = "the plugin is stopping" if streams.stopped else f"{MAX_STREAMS} health streams are open"
-            context.abort(Status.UNAVAILABLE, reason)
-        assert subscription is not None  # abort raises
-        # The kubelet hung up (or the server stops): end the wait at once, not after a resend.
+            context.abort(grpc.StatusCode.UNAVAILABLE, reason)
+        # The kubelet hung up, its deadline passed or the server stops: grpcio runs the callback,
+        # which ends the wait at once, not after a resend.
         context.add_callback(subscription.close)
         log.info("kubelet health stream opened", extra={"service": api.DESCRIPTOR.package})
         try:
@@ -110,19 +109,19 @@ def _add_health_service(server: UnixGrpcServer, api: ModuleType, streams: Health
             streams.release(subscription)
             log.info("kubelet health stream closed", extra={"service": api.DESCRIPTOR.package})
 
-    server.add_service(
+    server.add_registered_method_handlers(
         api.DESCRIPTOR.services_by_name[SERVICE].full_name,
         {
-            "NodeWatchResources": server_stream(
+            "NodeWatchResources": grpc.unary_stream_rpc_method_handler(
                 watch,
-                api.NodeWatchResourcesRequest.FromString,
-                api.NodeWatchResourcesResponse.SerializeToString,
+                request_deserializer=api.NodeWatchResourcesRequest.FromString,
+                response_serializer=api.NodeWatchResourcesResponse.SerializeToString,
             )
         },
     )
 
 
-def add_health_services(server: UnixGrpcServer, feed: DeviceHealthFeed) -> HealthStreams:
+def add_health_services(server: grpc.Server, feed: DeviceHealthFeed) -> HealthStreams:
     """Serves both versions on the DRA server; ``stop()`` the result before stopping the server."""
     streams = HealthStreams(feed)
     for api in (v1, v1alpha1):
