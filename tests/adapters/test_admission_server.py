@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.adapters.admission_server import serve_admission
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 from deckhouse_gpu.services.config_admission import review as real_review
 from tests.adapters import admission_tls
 from tests.adapters.admission_tls import Served, admission_review, call, issue, mount
@@ -51,7 +51,11 @@ def test_the_real_review_denies_through_the_server(tmp_path: Path) -> None:
         ("127.0.0.1", 0), str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"), real_review
     )
     try:
-        parameters = {"apiVersion": API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "Exclusive"}}
+        parameters = {
+            "apiVersion": LEGACY_API_VERSION,
+            "kind": "GPUConfig",
+            "sharing": {"strategy": "Exclusive"},
+        }
         request = {
             "uid": "u3",
             "operation": "CREATE",

@@ -12,13 +12,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 
 UID = "6f1e3a52-8d5c-4d0b-9a59-2b2f0c6a1e11"
-MPS = {"apiVersion": API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "MPS"}}
-TIME_SLICING = {"apiVersion": API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "TimeSlicing"}}
-MIG_MPS = {"apiVersion": API_VERSION, "kind": "MIGConfig", "sharing": {"strategy": "MPS"}}
-VFIO = {"apiVersion": API_VERSION, "kind": "VFIOConfig"}
+MPS = {"apiVersion": LEGACY_API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "MPS"}}
+TIME_SLICING = {"apiVersion": LEGACY_API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "TimeSlicing"}}
+MIG_MPS = {"apiVersion": LEGACY_API_VERSION, "kind": "MIGConfig", "sharing": {"strategy": "MPS"}}
+VFIO = {"apiVersion": LEGACY_API_VERSION, "kind": "VFIOConfig"}
 PERCENTAGE = "sharing.mps.defaultActiveThreadPercentage"
 TOO_HIGH = {**MPS, "sharing": {"strategy": "MPS", "mps": {"defaultActiveThreadPercentage": 150}}}
 NVIDIA = {

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 from deckhouse_gpu.services.config_admission import review
 from tests.services.config_admission_objects import (
     MAKERS,
@@ -48,7 +48,7 @@ def test_an_invalid_config_is_denied_with_its_object_path(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", MAKERS)
 def test_every_problem_of_every_entry_is_named(kind: str) -> None:
-    bad_kind = {"apiVersion": API_VERSION, "kind": "TPUConfig"}
+    bad_kind = {"apiVersion": LEGACY_API_VERSION, "kind": "TPUConfig"}
     message = denial(
         review(request(MAKERS[kind](ours(TOO_HIGH), ours(bad_kind), ours({"kind": "VFIOConfig"}))))
     )
@@ -56,7 +56,9 @@ def test_every_problem_of_every_entry_is_named(kind: str) -> None:
     assert message.split("; ") == [
         f"{prefix}[0].opaque.parameters.{PERCENTAGE}: 150 is above the maximum 100",
         f'{prefix}[1].opaque.parameters.kind: "TPUConfig" is not one of GPUConfig, MIGConfig, VFIOConfig',
-        f"{prefix}[2].opaque.parameters.apiVersion: required, use gpu.deckhouse.io/v1alpha1",
+        f"{prefix}[2].opaque.parameters.apiVersion: required, "
+        "for kind VFIOConfig use gpu.deckhouse.io/v1alpha1 "
+        "(or resource.gpu.deckhouse.io/v1alpha1 with kind VfioDeviceConfig)",
     ]
 
 
@@ -75,7 +77,7 @@ def test_missing_or_odd_parameters_are_denied(kind: str) -> None:
     message = denial(review(request(MAKERS[kind](entry, ours([MPS])))))
     assert message == (
         f"{PREFIX[kind]}[0].opaque.parameters: required, a gpu.deckhouse.io config such as "
-        "apiVersion: gpu.deckhouse.io/v1alpha1, kind: GPUConfig; "
+        "apiVersion: resource.gpu.deckhouse.io/v1alpha1, kind: GpuConfig; "
         f"{PREFIX[kind]}[1].opaque.parameters: must be a JSON object, not an array"
     )
 

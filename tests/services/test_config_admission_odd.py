@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 from deckhouse_gpu.services.config_admission import review
 from tests.services.config_admission_objects import MAKERS, MPS, UID, denial, ours, request
 
@@ -70,7 +70,7 @@ JSON = st.recursive(
     | st.integers()
     | st.floats(allow_nan=False)
     | st.text(max_size=5)
-    | st.sampled_from(["gpu.deckhouse.io", "gpu", "MPS", API_VERSION, "GPUConfig", "8Gi"]),
+    | st.sampled_from(["gpu.deckhouse.io", "gpu", "MPS", LEGACY_API_VERSION, "GPUConfig", "8Gi"]),
     lambda inner: (
         st.lists(inner, max_size=3)
         | st.dictionaries(

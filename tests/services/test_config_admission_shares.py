@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 from deckhouse_gpu.services.config_admission import review
 from tests.services.config_admission_objects import (
     MAKERS,
@@ -36,7 +36,7 @@ def mps(threads: int | None = None, memory: str | None = None, kind: str = "GPUC
         settings["defaultActiveThreadPercentage"] = threads
     if memory is not None:
         settings["defaultPinnedDeviceMemoryLimit"] = memory
-    return {"apiVersion": API_VERSION, "kind": kind, "sharing": {"strategy": "MPS", "mps": settings}}
+    return {"apiVersion": LEGACY_API_VERSION, "kind": kind, "sharing": {"strategy": "MPS", "mps": settings}}
 
 
 def with_shares(obj: dict[str, Any], gpu: Any = None, a30: Any = None) -> dict[str, Any]:
@@ -108,7 +108,11 @@ def test_what_admission_cannot_know_is_left_to_prepare() -> None:
     assert review(request(device_class(ours(mps(100)))))["allowed"] is True
     # A MIG instance is never a share of a card; time-slicing sets no limit.
     assert review(request(with_shares(claim(ours(mps(90, kind="MIGConfig"))), gpu="10")))["allowed"] is True
-    time_sliced = {"apiVersion": API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "TimeSlicing"}}
+    time_sliced = {
+        "apiVersion": LEGACY_API_VERSION,
+        "kind": "GPUConfig",
+        "sharing": {"strategy": "TimeSlicing"},
+    }
     assert review(request(with_shares(claim(ours(time_sliced)), gpu="10")))["allowed"] is True
 
 

@@ -16,7 +16,7 @@ from prometheus_client import generate_latest
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.cmd.dra_controller_run import RunningDraController, start_dra_controller
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_CLAIMS, RESOURCE_SLICES
 from deckhouse_gpu.services.dra_controller import DraControllerSettings
 from deckhouse_gpu.services.slice_preview import render_nodes
@@ -33,13 +33,13 @@ SETTINGS = DraControllerSettings(
 )
 SHARED = "gpu-0000-10-00-0"  # w1's A30, offered as a shared device
 REASON = "MixedSharingStrategies"
-MPS = {"apiVersion": API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "MPS"}}
+MPS = {"apiVersion": LEGACY_API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "MPS"}}
 LONG = {
-    "apiVersion": API_VERSION,
+    "apiVersion": LEGACY_API_VERSION,
     "kind": "GPUConfig",
     "sharing": {"strategy": "TimeSlicing", "timeSlicing": {"interval": "Long"}},
 }
-DEFAULT = {"apiVersion": API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "TimeSlicing"}}
+DEFAULT = {"apiVersion": LEGACY_API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "TimeSlicing"}}
 
 
 @pytest.fixture

@@ -21,11 +21,11 @@ from deckhouse_gpu.domain.allocation.audit import (
 )
 from deckhouse_gpu.domain.allocation.card_sharing import card_sharing
 from deckhouse_gpu.domain.allocation.model import build_inventory
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 from tests.support.allocation import device, resource_slice
 
 CARD = "0000:3b:00.0"
-MIG_MPS = {"apiVersion": API_VERSION, "kind": "MIGConfig", "sharing": {"strategy": "MPS"}}
+MIG_MPS = {"apiVersion": LEGACY_API_VERSION, "kind": "MIGConfig", "sharing": {"strategy": "MPS"}}
 
 
 def card_slices() -> list[dict[str, Any]]:
@@ -62,7 +62,11 @@ def claim(
 
 def sharing(strategy: str, **settings: Any) -> dict[str, Any]:
     """The parameters of a GPUConfig with this sharing."""
-    return {"apiVersion": API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": strategy, **settings}}
+    return {
+        "apiVersion": LEGACY_API_VERSION,
+        "kind": "GPUConfig",
+        "sharing": {"strategy": strategy, **settings},
+    }
 
 
 def entry(parameters: Any, source: str = "FromClaim", requests: list[str] | None = None) -> dict[str, Any]:
@@ -163,8 +167,11 @@ def test_shares_with_different_strategies() -> None:
             (sharing("MPS", mps={"defaultActiveThreadPercentage": 20}),),
             (sharing("MPS", mps={"defaultPinnedDeviceMemoryLimit": "4Gi"}),),
         ),  # MPS limits are each client's own
-        ((MPS,), ({"apiVersion": API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "Nope"}},)),
-        ((MPS,), ({"kind": "VFIOConfig", "apiVersion": API_VERSION},)),  # prepare refuses it: it never meets
+        ((MPS,), ({"apiVersion": LEGACY_API_VERSION, "kind": "GPUConfig", "sharing": {"strategy": "Nope"}},)),
+        (
+            (MPS,),
+            ({"kind": "VFIOConfig", "apiVersion": LEGACY_API_VERSION},),
+        ),  # prepare refuses it: it never meets
     ],
 )
 def test_shares_that_can_sit_on_one_card(configs: tuple[tuple[Any, ...], tuple[Any, ...]]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.domain.allocation.card_sharing import card_sharing
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 
 SHARE = {"request": "gpu", "driver": "gpu.deckhouse.io", "device": "gpu-0000-17-00-0", "shareID": "s1"}
 
@@ -23,7 +23,7 @@ def allocation(*parameters: Any) -> dict[str, Any]:
 
 
 def gpu(sharing: dict[str, Any] | None) -> dict[str, Any]:
-    found: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "GPUConfig"}
+    found: dict[str, Any] = {"apiVersion": LEGACY_API_VERSION, "kind": "GPUConfig"}
     if sharing is not None:
         found["sharing"] = sharing
     return found
@@ -42,10 +42,10 @@ def gpu(sharing: dict[str, Any] | None) -> dict[str, Any]:
         ((gpu({"strategy": "MPS", "mps": {"defaultActiveThreadPercentage": 10}}),), "MPS"),
         ((gpu({"strategy": "MPS"}), gpu({"strategy": "TimeSlicing"})), "TimeSlicing (interval Default)"),
         (
-            ({"apiVersion": API_VERSION, "kind": "MIGConfig", "sharing": {"strategy": "MPS"}},),
+            ({"apiVersion": LEGACY_API_VERSION, "kind": "MIGConfig", "sharing": {"strategy": "MPS"}},),
             "TimeSlicing (interval Default)",
         ),
-        (({"apiVersion": API_VERSION, "kind": "VFIOConfig"},), None),  # never prepared on a share
+        (({"apiVersion": LEGACY_API_VERSION, "kind": "VFIOConfig"},), None),  # never prepared on a share
         ((gpu({"strategy": "Exclusive"}),), None),  # does not decode: prepare refuses it
     ],
 )

@@ -1,7 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The opaque config API gpu.deckhouse.io/v1alpha1: what decodes to what, the canonical form it
+"""The opaque config of gpu.deckhouse.io: what decodes to what in both spellings (canonical
+resource.gpu.deckhouse.io/v1alpha1 and legacy gpu.deckhouse.io/v1alpha1), the canonical form it
 encodes to, and how its errors and configs behave. Every rule with its exact message is in
 test_opaque_config_invalid.py."""
 
@@ -15,6 +16,7 @@ from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, Problem, decode, encode
 from deckhouse_gpu.domain.config.opaque_types import (
     API_VERSION,
+    LEGACY_API_VERSION,
     MPS,
     GPUConfig,
     MIGConfig,
@@ -23,7 +25,7 @@ from deckhouse_gpu.domain.config.opaque_types import (
     VFIOConfig,
     device_type,
 )
-from tests.domain.config.opaque_config_params import gpu, mig, mps
+from tests.domain.config.opaque_config_params import gpu, mig, mps, respell
 
 VALID: list[tuple[str, Any, Any]] = [
     ("whole card, nothing set", gpu(), GPUConfig()),
@@ -73,7 +75,7 @@ VALID: list[tuple[str, Any, Any]] = [
     ),
     ("MIG, nothing set", mig(), MIGConfig()),
     ("MIG with MPS", mig(mps(defaultActiveThreadPercentage=30)), MIGConfig(MPS(30))),
-    ("VFIO", {"apiVersion": API_VERSION, "kind": "VFIOConfig"}, VFIOConfig()),
+    ("VFIO", {"apiVersion": LEGACY_API_VERSION, "kind": "VFIOConfig"}, VFIOConfig()),
 ]
 
 
@@ -81,6 +83,20 @@ VALID: list[tuple[str, Any, Any]] = [
 def test_valid_configs_decode(parameters: Any, expected: Any) -> None:
     assert decode(parameters) == expected
     assert decode(encode(expected)) == expected
+
+
+@pytest.mark.parametrize(("parameters", "expected"), [c[1:] for c in VALID], ids=[c[0] for c in VALID])
+def test_the_canonical_spelling_decodes_alike(parameters: Any, expected: Any) -> None:
+    canonical = respell(parameters)
+    assert canonical["apiVersion"] == API_VERSION
+    assert decode(canonical) == expected
+
+
+def test_the_vm_modules_config_is_a_vfio_config() -> None:
+    # Exactly what deckhouse/virtualization puts in the ResourceClaimTemplate of a VM's GPU.
+    assert decode({"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"}) == (
+        VFIOConfig()
+    )
 
 
 def test_errors_can_be_rooted_at_the_objects_path() -> None:
@@ -113,7 +129,7 @@ def test_canonical_form() -> None:
     config = GPUConfig(MPS(50, Quantity.parse("8Gi")))
     assert encode(config) == {
         "apiVersion": API_VERSION,
-        "kind": "GPUConfig",
+        "kind": "GpuConfig",
         "sharing": {
             "strategy": "MPS",
             "mps": {"defaultActiveThreadPercentage": 50, "defaultPinnedDeviceMemoryLimit": "8Gi"},
@@ -121,10 +137,13 @@ def test_canonical_form() -> None:
     }
     assert encode(GPUConfig(TimeSlicing())) == {
         "apiVersion": API_VERSION,
-        "kind": "GPUConfig",
+        "kind": "GpuConfig",
         "sharing": {"strategy": "TimeSlicing", "timeSlicing": {"interval": "Default"}},
     }
-    assert encode(VFIOConfig()) == {"apiVersion": API_VERSION, "kind": "VFIOConfig"}
+    assert encode(VFIOConfig()) == {"apiVersion": API_VERSION, "kind": "VfioDeviceConfig"}
+    assert encode(MIGConfig()) == {"apiVersion": API_VERSION, "kind": "MigDeviceConfig"}
+    assert API_VERSION == "resource.gpu.deckhouse.io/v1alpha1"
+    assert LEGACY_API_VERSION == "gpu.deckhouse.io/v1alpha1"
 
 
 def test_configs_are_frozen_and_comparable() -> None:

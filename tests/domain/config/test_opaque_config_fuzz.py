@@ -13,7 +13,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode, encode
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 from tests.support.fuzzing import JSON_SCALARS, fuzz, json_values, mostly, round_trip
 
 # A value where the decoder expects one: mostly plausible, sometimes anything at all.
@@ -62,7 +62,7 @@ _SHARING = _maybe(
 PARAMETERS = _mostly(
     _maybe(
         {
-            "apiVersion": _mostly(st.sampled_from([API_VERSION] * 6 + ["gpu.deckhouse.io/v1", "v1"])),
+            "apiVersion": _mostly(st.sampled_from([LEGACY_API_VERSION] * 6 + ["gpu.deckhouse.io/v1", "v1"])),
             "kind": _mostly(st.sampled_from(["GPUConfig", "MIGConfig", "VFIOConfig", "gpuconfig"])),
             "sharing": _mostly(_SHARING),
         },

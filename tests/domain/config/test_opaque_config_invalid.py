@@ -1,8 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The opaque config API gpu.deckhouse.io/v1alpha1: every rule, of the envelope, sharing,
-time-slicing, MPS and MIG, with its exact message, and the size limit."""
+"""The opaque config of gpu.deckhouse.io: every rule, of the envelope (both spellings and their
+near misses), sharing, time-slicing, MPS and MIG, with its exact message, and the size limit."""
 
 from __future__ import annotations
 
@@ -11,43 +11,132 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION
+from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 from tests.domain.config.opaque_config_params import gpu, mig, mps
 
-KINDS = "GPUConfig, MIGConfig, VFIOConfig"
+KINDS = "GPUConfig, MIGConfig, VFIOConfig"  # the legacy spelling's, which most cases use
+NEW_KINDS = "GpuConfig, MigDeviceConfig, VfioDeviceConfig"
+CANONICAL, LEGACY = "resource.gpu.deckhouse.io/v1alpha1", "gpu.deckhouse.io/v1alpha1"
 
 
 INVALID: list[tuple[str, Any, str]] = [
     # The envelope
     ("not an object", [], "parameters: must be a JSON object, not an array"),
     ("a string", "GPUConfig", "parameters: must be a JSON object, not a string"),
-    ("no apiVersion", {"kind": "GPUConfig"}, "apiVersion: required, use gpu.deckhouse.io/v1alpha1"),
+    (
+        "no apiVersion",
+        {"kind": "GPUConfig"},
+        "apiVersion: required, for kind GPUConfig use gpu.deckhouse.io/v1alpha1 "
+        "(or resource.gpu.deckhouse.io/v1alpha1 with kind GpuConfig)",
+    ),
+    (
+        "no apiVersion, a canonical kind",
+        {"kind": "VfioDeviceConfig"},
+        "apiVersion: required, for kind VfioDeviceConfig use resource.gpu.deckhouse.io/v1alpha1",
+    ),
+    (
+        "no apiVersion nor kind",
+        {},
+        f"apiVersion: required, use {CANONICAL} (or the older {LEGACY}); kind: required, one of {NEW_KINDS}",
+    ),
     (
         "another version",
         {"apiVersion": "gpu.deckhouse.io/v1", "kind": "GPUConfig"},
-        'apiVersion: "gpu.deckhouse.io/v1" is not supported, use gpu.deckhouse.io/v1alpha1',
+        'apiVersion: "gpu.deckhouse.io/v1" is not supported, '
+        "for kind GPUConfig use gpu.deckhouse.io/v1alpha1 "
+        "(or resource.gpu.deckhouse.io/v1alpha1 with kind GpuConfig)",
     ),
     (
         "NVIDIA's group",
         {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"},
-        'apiVersion: "resource.nvidia.com/v1beta1" is not supported, use gpu.deckhouse.io/v1alpha1; '
-        f'kind: "GpuConfig" is not one of {KINDS}',
+        'apiVersion: "resource.nvidia.com/v1beta1" is not supported, '
+        "for kind GpuConfig use resource.gpu.deckhouse.io/v1alpha1",
+    ),
+    (
+        "NVIDIA's group, a kind of neither",
+        {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ImexChannelConfig"},
+        'apiVersion: "resource.nvidia.com/v1beta1" is not supported, '
+        f"use {CANONICAL} (or the older {LEGACY}); "
+        f'kind: "ImexChannelConfig" is not one of {NEW_KINDS}',
     ),
     (
         "version of a wrong type",
         {"apiVersion": 1, "kind": "GPUConfig"},
-        "apiVersion: an integer is not supported, use gpu.deckhouse.io/v1alpha1",
+        "apiVersion: an integer is not supported, for kind GPUConfig use gpu.deckhouse.io/v1alpha1 "
+        "(or resource.gpu.deckhouse.io/v1alpha1 with kind GpuConfig)",
     ),
-    ("no kind", {"apiVersion": API_VERSION}, f"kind: required, one of {KINDS}"),
-    ("null kind", {"apiVersion": API_VERSION, "kind": None}, f"kind: required, one of {KINDS}"),
+    # Near misses of the spelling: the message names the right one
+    (
+        "the legacy VFIO kind in the canonical group",
+        {"apiVersion": CANONICAL, "kind": "VFIOConfig"},
+        f'kind: "VFIOConfig" is a kind of {LEGACY}, not of {CANONICAL}: '
+        f"use kind VfioDeviceConfig, or apiVersion {LEGACY}",
+    ),
+    (
+        "the canonical VFIO kind in the legacy group",
+        {"apiVersion": LEGACY, "kind": "VfioDeviceConfig"},
+        f'kind: "VfioDeviceConfig" is a kind of {CANONICAL}, not of {LEGACY}: '
+        f"use kind VFIOConfig, or apiVersion {CANONICAL}",
+    ),
+    (
+        "the legacy GPU kind in the canonical group",
+        {"apiVersion": CANONICAL, "kind": "GPUConfig"},
+        f'kind: "GPUConfig" is a kind of {LEGACY}, not of {CANONICAL}: '
+        f"use kind GpuConfig, or apiVersion {LEGACY}",
+    ),
+    (
+        "NVIDIA's MIG kind in the legacy group",
+        {"apiVersion": LEGACY, "kind": "MigDeviceConfig"},
+        f'kind: "MigDeviceConfig" is a kind of {CANONICAL}, not of {LEGACY}: '
+        f"use kind MIGConfig, or apiVersion {CANONICAL}",
+    ),
+    (
+        "lower case, canonical group",
+        {"apiVersion": CANONICAL, "kind": "vfiodeviceconfig"},
+        f'kind: "vfiodeviceconfig" is not one of {NEW_KINDS}: kinds are case-sensitive, use VfioDeviceConfig',
+    ),
+    (
+        "another case, legacy group",
+        {"apiVersion": LEGACY, "kind": "VfioConfig"},
+        f'kind: "VfioConfig" is not one of {KINDS}: kinds are case-sensitive, use VFIOConfig',
+    ),
+    (
+        "a legacy kind in another case, canonical group",
+        {"apiVersion": CANONICAL, "kind": "vfioconfig"},
+        f'kind: "vfioconfig" is not one of {NEW_KINDS}: did you mean VfioDeviceConfig?',
+    ),
+    (
+        "Device in a legacy kind",
+        {"apiVersion": LEGACY, "kind": "GPUDeviceConfig"},
+        f'kind: "GPUDeviceConfig" is not one of {KINDS}: did you mean GPUConfig?',
+    ),
+    (
+        "the group in another case",
+        {"apiVersion": "Resource.GPU.Deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"},
+        'apiVersion: "Resource.GPU.Deckhouse.io/v1alpha1" is not supported: it is case-sensitive, '
+        f"use {CANONICAL}",
+    ),
+    ("no kind, canonical group", {"apiVersion": CANONICAL}, f"kind: required, one of {NEW_KINDS}"),
+    (
+        "NVIDIA's field names",
+        {
+            "apiVersion": CANONICAL,
+            "kind": "GpuConfig",
+            "sharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 50}},
+        },
+        "sharing.mpsConfig: unknown field "
+        "(sharing has strategy, timeSlicing, mps; NVIDIA's mpsConfig is mps here)",
+    ),
+    ("no kind", {"apiVersion": LEGACY_API_VERSION}, f"kind: required, one of {KINDS}"),
+    ("null kind", {"apiVersion": LEGACY_API_VERSION, "kind": None}, f"kind: required, one of {KINDS}"),
     (
         "unknown kind",
-        {"apiVersion": API_VERSION, "kind": "TPUConfig"},
+        {"apiVersion": LEGACY_API_VERSION, "kind": "TPUConfig"},
         f'kind: "TPUConfig" is not one of {KINDS}',
     ),
     (
         "kind of a wrong type",
-        {"apiVersion": API_VERSION, "kind": ["GPUConfig"]},
+        {"apiVersion": LEGACY_API_VERSION, "kind": ["GPUConfig"]},
         f"kind: an array is not one of {KINDS}",
     ),
     (
@@ -57,7 +146,7 @@ INVALID: list[tuple[str, Any, str]] = [
     ),
     (
         "VFIO takes no fields",
-        {"apiVersion": API_VERSION, "kind": "VFIOConfig", "sharing": {}},
+        {"apiVersion": LEGACY_API_VERSION, "kind": "VFIOConfig", "sharing": {}},
         "sharing: unknown field (VFIOConfig has apiVersion, kind)",
     ),
     ("too large", gpu(padding="x" * 10240), "parameters: 10314 bytes, above the limit of 10240"),

@@ -27,7 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode
-from deckhouse_gpu.domain.config.opaque_types import DRIVER, DeviceConfig, DeviceType, device_type
+from deckhouse_gpu.domain.config.opaque_types import (
+    API_VERSION,
+    DRIVER,
+    GPU_KIND,
+    DeviceConfig,
+    DeviceType,
+    device_type,
+)
 from deckhouse_gpu.services.config_admission_shares import above_share, request_shares
 
 GROUP, VERSION = "resource.k8s.io", "v1"
@@ -129,10 +136,7 @@ def _check_entry(entry: _Entry, configs: dict[int, DeviceConfig]) -> list[str]:
     opaque = entry.value["opaque"]
     where = f"{entry.path}.opaque.parameters"
     if opaque.get("parameters") is None:
-        return [
-            f"{where}: required, a {DRIVER} config such as apiVersion: gpu.deckhouse.io/v1alpha1, "
-            "kind: GPUConfig"
-        ]
+        return [f"{where}: required, a {DRIVER} config such as apiVersion: {API_VERSION}, kind: {GPU_KIND}"]
     try:
         configs[entry.index] = decode(opaque["parameters"])
     except ConfigError as error:
@@ -185,7 +189,7 @@ def _overlaps(
     ours: Sequence[_Entry], types: dict[int, DeviceType], targets: dict[int, set[str] | None], is_class: bool
 ) -> list[str]:
     """Two configs of one device type for one request leave prepare to guess which one is meant
-    (GPUConfig and VFIOConfig both configure whole cards); one object may give each request one."""
+    (GpuConfig and VfioDeviceConfig both configure whole cards); one object may give each request one."""
     problems = []
     for later_position, later in enumerate(ours):
         for earlier in ours[:later_position]:

@@ -3,16 +3,20 @@
 
 """The strict decoder (and the encoder) of the opaque configuration of ``gpu.deckhouse.io``.
 
-The objects a config may be (``GPUConfig``, ``MIGConfig``, ``VFIOConfig``, ``apiVersion:
-gpu.deckhouse.io/v1alpha1``) and what each field means are in ``opaque_types``; ``decode`` turns
-the ``parameters`` of an opaque config into one of them and ``encode`` writes one back.
+The objects a config may be (``GpuConfig``, ``MigDeviceConfig``, ``VfioDeviceConfig`` of
+``resource.gpu.deckhouse.io/v1alpha1``, or the same under their legacy spelling ``GPUConfig``,
+``MIGConfig``, ``VFIOConfig`` of ``gpu.deckhouse.io/v1alpha1``) and what each field means are in
+``opaque_types``; ``decode`` turns the ``parameters`` of an opaque config into one of them, from
+either spelling, and ``encode`` writes one back in the canonical spelling.
 
 Decoding is strict, as the kubelet plugin must not guess: an unknown field, a wrong type, a value
 out of range, an unknown ``kind`` or a missing or other ``apiVersion`` is a ``ConfigError`` whose
 message names the field path (``sharing.mps.defaultActiveThreadPercentage: 150 is above the
-maximum 100``). ``null`` is the same as a left-out field, as in Kubernetes. Pure: JSON data in,
-frozen dataclasses out; the admission webhook and gpu-handler's prepare decode with this one code,
-so a config that slipped past the webhook fails at prepare with the same message.
+maximum 100``). A near miss of the spelling (a kind of the other group, another case, NVIDIA's
+kind or field names) is refused too, with the right spelling in the message. ``null`` is the
+same as a left-out field, as in Kubernetes. Pure: JSON data in, frozen dataclasses out; the
+admission webhook and gpu-handler's prepare decode with this one code, so a config that slipped
+past the webhook fails at prepare with the same message.
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
 from deckhouse_gpu.domain.config.opaque_types import (
     API_VERSION,
     KINDS,
+    LEGACY_API_VERSION,
     MPS,
+    SPELLINGS,
+    ConfigType,
     DeviceConfig,
     GPUConfig,
     MIGConfig,
@@ -34,6 +41,8 @@ from deckhouse_gpu.domain.config.opaque_types import (
     TimeSliceInterval,
     TimeSlicing,
     VFIOConfig,
+    api_version_of,
+    kind_of,
 )
 
 MAX_PARAMETERS_BYTES = 10 * 1024  # the API server's OpaqueParametersMaxLength
@@ -81,7 +90,7 @@ def decode(parameters: Any) -> DeviceConfig:
 
 def encode(config: DeviceConfig) -> dict[str, Any]:
     """The canonical parameters of a config: ``decode(encode(c)) == c``."""
-    out: dict[str, Any] = {"apiVersion": API_VERSION, "kind": type(config).__name__}
+    out: dict[str, Any] = {"apiVersion": API_VERSION, "kind": kind_of(config)}
     sharing = getattr(config, "sharing", None)
     if isinstance(sharing, TimeSlicing):
         out["sharing"] = {"strategy": "TimeSlicing", "timeSlicing": {"interval": str(sharing.interval)}}
@@ -122,6 +131,55 @@ def _one_of(names: Iterable[str]) -> str:
     return ", ".join(names)
 
 
+# NVIDIA's DRA driver names these sharing fields differently; its users copy them.
+_NVIDIA_FIELDS = {"timeSlicingConfig": "timeSlicing", "mpsConfig": "mps"}
+
+
+def _loose(kind: str) -> str:
+    """A kind without case or the word "device": GPUConfig, GpuConfig and gpudeviceconfig alike."""
+    return kind.lower().replace("device", "")
+
+
+def _meant(kind: Any) -> ConfigType | None:
+    """The config a kind names in either spelling, or nearly names (case, "Device"); None: none."""
+    if not isinstance(kind, str):
+        return None
+    for kinds in SPELLINGS.values():
+        for name, config in kinds.items():
+            if _loose(name) == _loose(kind):
+                return config
+    return None
+
+
+def _use_version(kind: Any) -> str:
+    """What to set as apiVersion, for the kind given when it is one of either spelling."""
+    version = api_version_of(kind) if isinstance(kind, str) else None
+    if version == API_VERSION:
+        return f"for kind {kind} use {API_VERSION}"
+    if version == LEGACY_API_VERSION:
+        canonical = kind_of(SPELLINGS[version][kind])
+        return f"for kind {kind} use {LEGACY_API_VERSION} (or {API_VERSION} with kind {canonical})"
+    return f"use {API_VERSION} (or the older {LEGACY_API_VERSION})"
+
+
+def _wrong_kind(kind: Any, version: str) -> str:
+    """Why ``kind`` is not a kind of ``version``, naming the right spelling when it is a near miss."""
+    kinds = SPELLINGS[version]
+    meant = _meant(kind)
+    if meant is None or not isinstance(kind, str):
+        return f"{_shown(kind)} is not one of {_one_of(kinds)}"
+    other = api_version_of(kind)
+    if other is not None and other != version:
+        return (
+            f"{_shown(kind)} is a kind of {other}, not of {version}: "
+            f"use kind {kind_of(meant, version)}, or apiVersion {other}"
+        )
+    right = kind_of(meant, version)
+    if right.lower() == kind.lower():
+        return f"{_shown(kind)} is not one of {_one_of(kinds)}: kinds are case-sensitive, use {right}"
+    return f"{_shown(kind)} is not one of {_one_of(kinds)}: did you mean {right}?"
+
+
 class _Reader:
     """Walks the JSON, collecting every problem instead of stopping at the first."""
 
@@ -138,7 +196,9 @@ class _Reader:
             return None
         for key in value:
             if key not in known:
-                self.fail(_join(path, str(key)), f"unknown field ({owner} has {_one_of(known)})")
+                ours = _NVIDIA_FIELDS.get(str(key))
+                hint = f"; NVIDIA's {key} is {ours} here" if ours in known else ""
+                self.fail(_join(path, str(key)), f"unknown field ({owner} has {_one_of(known)}{hint})")
         return {key: item for key, item in value.items() if key in known and item is not None}
 
     def config(self, parameters: Any) -> DeviceConfig | None:
@@ -146,26 +206,45 @@ class _Reader:
             self.fail("", f"must be a JSON object, not {_json_type(parameters)}")
             return None
         version, kind = parameters.get("apiVersion"), parameters.get("kind")
-        if version is None:
-            self.fail("apiVersion", f"required, use {API_VERSION}")
-        elif version != API_VERSION:
-            self.fail("apiVersion", f"{_shown(version)} is not supported, use {API_VERSION}")
-        if kind is None:
-            self.fail("kind", f"required, one of {_one_of(KINDS)}")
-        elif not isinstance(kind, str) or kind not in KINDS:
-            self.fail("kind", f"{_shown(kind)} is not one of {_one_of(KINDS)}")
-        if self.problems or not isinstance(kind, str):  # another version or kind: the rest means nothing
+        config = self.envelope(version, kind)
+        if self.problems or config is None:  # another version or kind: the rest means nothing
             return None
-        if kind == "VFIOConfig":
+        kind = str(kind)  # the spelling given, to name the object in messages
+        if config is VFIOConfig:
             self.fields(parameters, "", kind, ("apiVersion", "kind"))
             return VFIOConfig()
         fields = self.fields(parameters, "", kind, ("apiVersion", "kind", "sharing")) or {}
         if "sharing" not in fields:
-            return GPUConfig() if kind == "GPUConfig" else MIGConfig()
-        if kind == "GPUConfig":
+            return GPUConfig() if config is GPUConfig else MIGConfig()
+        if config is GPUConfig:
             return GPUConfig(self.sharing(fields["sharing"], "sharing", ("TimeSlicing", "MPS")))
         sharing = self.sharing(fields["sharing"], "sharing", ("MPS",))
         return MIGConfig(sharing if isinstance(sharing, MPS) else None)
+
+    def envelope(self, version: Any, kind: Any) -> ConfigType | None:
+        """The config ``apiVersion`` and ``kind`` name together, or None with the problems found."""
+        kinds = SPELLINGS.get(version) if isinstance(version, str) else None
+        if version is None:
+            self.fail("apiVersion", f"required, {_use_version(kind)}")
+        elif kinds is None and isinstance(version, str) and version.lower() in SPELLINGS:
+            self.fail(
+                "apiVersion",
+                f"{_shown(version)} is not supported: it is case-sensitive, use {version.lower()}",
+            )
+        elif kinds is None:
+            self.fail("apiVersion", f"{_shown(version)} is not supported, {_use_version(kind)}")
+        if kinds is not None:
+            if kind is None:
+                self.fail("kind", f"required, one of {_one_of(kinds)}")
+            elif isinstance(kind, str) and kind in kinds:
+                return kinds[kind]
+            else:
+                self.fail("kind", _wrong_kind(kind, version))
+        elif kind is None:
+            self.fail("kind", f"required, one of {_one_of(KINDS)}")
+        elif not isinstance(kind, str) or api_version_of(kind) is None:
+            self.fail("kind", _wrong_kind(kind, API_VERSION))
+        return None
 
     def sharing(self, value: Any, path: str, strategies: tuple[str, ...]) -> Sharing | None:
         known = ("strategy", "timeSlicing", "mps") if "TimeSlicing" in strategies else ("strategy", "mps")
