@@ -8,7 +8,7 @@ function, vfio-pci is loaded, and the simulated kernel moves drivers (adapters/s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,14 +120,22 @@ def reserve_for_pod(
     )
 
 
-VFIO_CONFIG = {"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "VFIOConfig"}
+VFIO_CONFIG = {"apiVersion": "gpu.deckhouse.io/v1alpha1", "kind": "VFIOConfig"}  # the legacy spelling
+# The canonical spelling, exactly as Deckhouse's virtualization module writes it for a VM's GPU.
+VFIO_DEVICE_CONFIG = {"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"}
 
 
 def allocate_vfio(
-    api: KubeAPI, name: str, *devices: str, namespace: str = "ns", node: str = NODE
+    api: KubeAPI,
+    name: str,
+    *devices: str,
+    namespace: str = "ns",
+    node: str = NODE,
+    parameters: Mapping[str, Any] = VFIO_CONFIG,
 ) -> dict[str, Any]:
-    """A ResourceClaim whose config is a VFIOConfig, allocated as the scheduler writes it."""
-    config = {"requests": ["gpu"], "opaque": {"driver": "gpu.deckhouse.io", "parameters": VFIO_CONFIG}}
+    """A ResourceClaim whose config is a VFIOConfig (or ``parameters``), allocated as the scheduler
+    writes it."""
+    config = {"requests": ["gpu"], "opaque": {"driver": "gpu.deckhouse.io", "parameters": dict(parameters)}}
     request = {"name": "gpu", "exactly": {"deviceClassName": "gpu-vfio", "count": len(devices)}}
     spec = {"devices": {"requests": [request], "config": [config]}}
     api.create(RESOURCE_CLAIMS, {"metadata": {"name": name, "namespace": namespace}, "spec": spec})

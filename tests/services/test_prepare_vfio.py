@@ -13,7 +13,7 @@ from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
 from deckhouse_gpu.ports.kube import EVENTS, RESOURCE_CLAIMS
 from deckhouse_gpu.services.vfio_release import NOT_BACK
 from testkit.prepare_world import PLUGIN_DIR, allocate
-from testkit.vfio_world import allocate_vfio, reserve_for_pod
+from testkit.vfio_world import VFIO_DEVICE_CONFIG, allocate_vfio, reserve_for_pod
 from tests.services.vfio_world_helpers import (
     A30,
     A100,
@@ -84,6 +84,17 @@ def test_a_vfio_config_passes_the_whole_group_through_and_unprepare_gives_it_bac
     assert spec(node, uid) is None
     assert modes.seen[-1] == {}
     assert not (node.root / f"dev/vfio/{group}").exists()
+
+
+def test_the_vm_modules_vfio_device_config_passes_the_card_through_as_a_vfio_config_does(node):
+    # resource.gpu.deckhouse.io/v1alpha1 VfioDeviceConfig, as deckhouse/virtualization writes it.
+    claim = allocate_vfio(node.world.api, "vm-canonical", WHOLE_A100, parameters=VFIO_DEVICE_CONFIG)
+    result = prepare(node.service(), claim)
+    assert result.error == ""
+    assert drivers(node, A100) == ("vfio-pci", "vfio-pci")
+    assert entries(node)[ref(claim).uid]["devices"][0]["vfio"] is True
+    assert node.service().unprepare([ref(claim)]) == {ref(claim).uid: ""}
+    assert untouched(node)
 
 
 def test_the_pods_annotation_passes_the_card_through_and_the_payload_names_the_pod(node):

@@ -112,7 +112,9 @@ def test_the_annotation_on_a_share_is_refused(node):
 def test_a_vfio_config_on_a_mig_offer_is_refused(node):
     claim = allocate_vfio(node.world.api, "vm", "gpu-0000-3b-00-0-mig-1g-5gb-0")
     error = refused(node, claim)
-    assert error.startswith("device gpu-0000-3b-00-0-mig-1g-5gb-0: VFIOConfig asks for a whole card")
+    assert error.startswith(
+        "device gpu-0000-3b-00-0-mig-1g-5gb-0: VfioDeviceConfig (VFIOConfig) asks for a whole card"
+    )
 
 
 def test_the_annotation_with_a_sharing_config_is_refused(node):

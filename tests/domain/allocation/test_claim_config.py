@@ -45,6 +45,7 @@ GPU_MPS = {"apiVersion": API, "kind": "GPUConfig", "sharing": {"strategy": "MPS"
 GPU_TS = {"apiVersion": API, "kind": "GPUConfig", "sharing": {"strategy": "TimeSlicing"}}
 MIG_MPS = {"apiVersion": API, "kind": "MIGConfig", "sharing": {"strategy": "MPS"}}
 VFIO = {"apiVersion": API, "kind": "VFIOConfig"}
+VFIO_DEVICE = {"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VfioDeviceConfig"}
 
 
 def test_no_config_is_none() -> None:
@@ -85,13 +86,16 @@ def test_an_invalid_config_is_refused_naming_its_place_and_field() -> None:
 
 
 def test_vfio_on_a_share_is_refused() -> None:
-    with pytest.raises(ConfigRefused, match="VFIOConfig needs a whole card of its own"):
+    with pytest.raises(ConfigRefused, match=r"VfioDeviceConfig \(VFIOConfig\) needs a whole card of its own"):
         device_config({"request": "gpu", "shareID": "x"}, allocation(entry(VFIO)), "Physical")
     assert device_config({"request": "gpu"}, allocation(entry(VFIO)), "Physical") == VFIOConfig()
 
 
 def test_vfio_is_refused_on_a_mig_instance_unless_the_request_also_configures_mig() -> None:
-    with pytest.raises(ConfigRefused, match="VFIOConfig asks for a whole card for a virtual machine, but"):
+    with pytest.raises(
+        ConfigRefused,
+        match=r"VfioDeviceConfig \(VFIOConfig\) asks for a whole card for a virtual machine, but",
+    ):
         device_config({"request": "gpu"}, allocation(entry(VFIO)), "MIG")
     # A request that may get either (firstAvailable) carries one config of each type.
     either = allocation(entry(VFIO, requests=["gpu"]), entry(MIG_MPS, requests=["gpu"]))
@@ -120,3 +124,26 @@ def test_config_entries_naming_requests_the_claim_lacks_are_found_as_the_webhook
     assert unknown_requests(allocation(entry(GPU_TS, requests=["gpu"])), {}) == [
         'allocation config[0].requests[0]: "gpu" is not a request of this claim (its requests: none)'
     ]
+
+
+def test_the_canonical_spelling_applies_as_the_legacy_one() -> None:
+    # The VM module's VfioDeviceConfig, from the class (a GPUClass's DeviceClass) or the claim.
+    assert device_config({"request": "gpu"}, allocation(entry(VFIO_DEVICE, "FromClass")), "Physical") == (
+        VFIOConfig()
+    )
+    canonical_mps = {**GPU_MPS, "apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "GpuConfig"}
+    found = device_config(
+        {"request": "gpu"}, allocation(entry(VFIO, "FromClass"), entry(canonical_mps)), "Physical"
+    )
+    assert found == GPUConfig(sharing=MPS())
+
+
+def test_a_near_miss_is_refused_at_prepare_with_the_webhooks_words() -> None:
+    near = {"apiVersion": "resource.gpu.deckhouse.io/v1alpha1", "kind": "VFIOConfig"}
+    with pytest.raises(ConfigRefused) as refused:
+        device_config({"request": "gpu"}, allocation(entry(near)), "Physical")
+    assert str(refused.value) == (
+        'allocation config[0]: kind: "VFIOConfig" is a kind of gpu.deckhouse.io/v1alpha1, not of '
+        "resource.gpu.deckhouse.io/v1alpha1: use kind VfioDeviceConfig, "
+        "or apiVersion gpu.deckhouse.io/v1alpha1"
+    )

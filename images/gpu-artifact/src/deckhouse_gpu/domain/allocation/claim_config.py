@@ -67,16 +67,17 @@ def device_config(
             chosen = config
         passthrough = passthrough or isinstance(config, VFIOConfig)
     if device_type == "MIG" and passthrough and chosen is None:
-        # Only a VFIOConfig applies: the request wanted a card for a VM and got a MIG instance.
+        # Only a VfioDeviceConfig applies: the request wanted a card for a VM and got a MIG instance.
         raise ConfigRefused(
-            "VFIOConfig asks for a whole card for a virtual machine, but this device is a MIG instance: "
-            "passthrough gives whole cards only; select whole cards (deviceType Physical) in the class "
-            "of the request, or give the request a MIGConfig for the MIG instances it may get"
+            "VfioDeviceConfig (VFIOConfig) asks for a whole card for a virtual machine, but this device "
+            "is a MIG instance: passthrough gives whole cards only; select whole cards (deviceType "
+            "Physical) in the class of the request, or give the request a MigDeviceConfig (MIGConfig) "
+            "for the MIG instances it may get"
         )
     if isinstance(chosen, VFIOConfig) and result.get("shareID"):
         raise ConfigRefused(
-            "VFIOConfig needs a whole card of its own, but this device is a share of a card: use a "
-            "DeviceClass that selects cards without allowMultipleAllocations"
+            "VfioDeviceConfig (VFIOConfig) needs a whole card of its own, but this device is a share of "
+            "a card: use a DeviceClass that selects cards without allowMultipleAllocations"
         )
     return chosen
 
