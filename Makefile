@@ -14,8 +14,11 @@ PROMTOOL := .tools/promtool
 PROMETHEUS := .tools/prometheus
 # A gRPC client on grpc-go, the kubelet's implementation, for the plugin's interoperability tests.
 GRPC_GO_KUBELET := .tools/grpc-go-kubelet
+# Real Kubernetes binaries for the real-cluster tier (tests/real): ../shared/k8s decompressed
+# once by tools/fetch-kube-assets; KUBE_ASSETS points the tests at another directory.
+KUBE_ASSETS_STAMP := .tools/k8s/.fetched
 
-.PHONY: venv proto demo test lint typecheck unit bench chaos clean
+.PHONY: venv proto demo test lint typecheck unit real-tier bench chaos clean
 
 $(VENV)/.installed: requirements-dev.txt lib/python/requirements.txt $(ARTIFACT)/requirements.txt $(ARTIFACT)/pyproject.toml
 	rm -rf $(VENV)
@@ -52,8 +55,16 @@ $(PROMTOOL) $(PROMETHEUS) &: tools/fetch-promtool
 $(GRPC_GO_KUBELET): tools/fetch-grpc-go tests/support/grpc_go_kubelet/main.go
 	tools/fetch-grpc-go
 
-unit: venv $(PROMTOOL) $(PROMETHEUS) $(GRPC_GO_KUBELET)
+$(KUBE_ASSETS_STAMP): tools/fetch-kube-assets | $(VENV)/.installed
+	PYTHON=$(PY) tools/fetch-kube-assets
+	touch $@
+
+unit: venv $(PROMTOOL) $(PROMETHEUS) $(GRPC_GO_KUBELET) $(KUBE_ASSETS_STAMP)
 	$(PY) -m pytest -q
+
+# The real-cluster tier alone: make real-tier (KUBE_ASSETS=DIR to use your own binaries).
+real-tier: venv $(KUBE_ASSETS_STAMP)
+	$(PY) -m pytest -q -m real_cluster tests/real
 
 test: lint typecheck unit
 
