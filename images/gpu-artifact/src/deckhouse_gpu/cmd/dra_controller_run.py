@@ -33,6 +33,7 @@ from deckhouse_gpu.ports.clock import Clock, SystemClock
 from deckhouse_gpu.ports.kube import KubeAPI, KubeError, Object
 from deckhouse_gpu.services.dra_controller import DraController, DraControllerSettings
 from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.gpuclass_controller import GpuClassController, GpuClassSettings
 
 COMPONENT = "gpu-dra-controller"
 LEASE_NAME = "gpu-dra-controller"
@@ -102,9 +103,19 @@ class RunningDraController:
     controller: DraController
     election: Election
     metrics: DraMetrics
+    gpu_classes: GpuClassController
+
+    def health(self) -> tuple[bool, str]:
+        """Both loops: a GPUClass watch failing for long (RBAC, the CRD gone) is worth a restart."""
+        for probe in (self.controller.health, self.gpu_classes.health):
+            healthy, message = probe()
+            if not healthy:
+                return healthy, message
+        return True, "ok"
 
     def shutdown(self, timeout: float = 10.0) -> None:
         self.controller.join_workers(timeout)
+        self.gpu_classes.join_workers(timeout)
         self.election.end(timeout)
 
 
@@ -117,13 +128,16 @@ def start_dra_controller(
     settings: DraControllerSettings | None = None,
     clock: Clock | None = None,
     lease_timings: LeaseTimings | None = None,
+    class_settings: GpuClassSettings | None = None,
 ) -> RunningDraController:
     clock = clock or SystemClock()
     identity = os.environ.get("POD_NAME") or socket.gethostname()
     events = EventRecorder(api, COMPONENT, identity, clock)
 
     def on_change(leading: bool) -> None:
-        controller.on_leadership(leading)  # looked up when called: the controller needs the elector first
+        # Looked up when called: the controllers need the elector first.
+        controller.on_leadership(leading)
+        gpu_classes.on_leadership(leading)
 
     election = Election(api, identity, namespace, clock, LEASE_NAME, leader_elect, on_change, lease_timings)
     leadership = election.leadership
@@ -146,12 +160,19 @@ def start_dra_controller(
         card_sharing,
         metrics,
     )
+    # The GPUClasses' DeviceClasses, under the same lease, reading the allocator's slices and nodes.
+    gpu_classes = GpuClassController(
+        api, class_settings or GpuClassSettings(), leadership, controller, _matcher(True), clock
+    )
+    controller.inventory_listeners.append(gpu_classes.inventory_changed)
     controller.start(stop)
+    gpu_classes.start(stop)
     election.start(stop)
     if not leader_elect:
         controller.enqueue_all_when_synced(stop)
+        gpu_classes.enqueue_all_when_synced(stop)
     log.info("started", extra={"identity": identity, "namespace": namespace, "leaderElect": leader_elect})
-    return RunningDraController(controller, election, metrics)
+    return RunningDraController(controller, election, metrics, gpu_classes)
 
 
 def run_in_cluster(args: argparse.Namespace) -> int:
@@ -166,7 +187,8 @@ def run_in_cluster(args: argparse.Namespace) -> int:
     running = start_dra_controller(api, stop, args.namespace, args.leader_elect, pinned)
     controller = running.controller
     servers = [
-        serve_probes(listen_address(args.listen_address), controller.health, controller.readiness),
+        # Ready with the allocator's caches alone: a cluster without the GPUClass CRD still allocates.
+        serve_probes(listen_address(args.listen_address), running.health, controller.readiness),
         serve_metrics(listen_address(args.metrics_address), running.metrics.registry),
     ]
     webhook = None

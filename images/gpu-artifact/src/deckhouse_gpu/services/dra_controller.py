@@ -21,7 +21,7 @@ from typing import Protocol
 
 from deckhouse_gpu.domain.allocation.audit import CardSharingOf, Violation, audit
 from deckhouse_gpu.domain.allocation.checks import SelectorMatcher
-from deckhouse_gpu.domain.allocation.model import InventoryBuilder
+from deckhouse_gpu.domain.allocation.model import Inventory, InventoryBuilder
 from deckhouse_gpu.domain.allocation.node_bound_claims import (
     ClaimRef,
     allocated,
@@ -106,8 +106,10 @@ class DraController(RuntimeProbes):
         # Classes are read at every allocation: their changes need no reaction.
         self.classes = Informer(api, DEVICE_CLASSES, lambda _o, _n: None, watch_timeout_seconds=timeout)
         self.nodes = Informer(
-            api, NODES, lambda _o, _n: None, transform=node_labels_view, watch_timeout_seconds=timeout
+            api, NODES, self._on_node, transform=node_labels_view, watch_timeout_seconds=timeout
         )
+        # Called when the published devices or node labels change (the GPUClass loop's counts).
+        self.inventory_listeners: list[Callable[[], None]] = []
         # One parse of the slices serves the allocation and the audit (and their device caches).
         self.inventory = InventoryBuilder()
         self.allocation = ClaimAllocation(
@@ -133,6 +135,10 @@ class DraController(RuntimeProbes):
 
     def slices_list(self) -> list[Object]:
         return self.slices.items()
+
+    def current_inventory(self) -> Inventory:
+        with bulk_load():  # the first build parses every slice of the cluster
+            return self.inventory.build(self.slices.items())
 
     def classes_list(self) -> list[Object]:
         return self.classes.items()
@@ -193,6 +199,16 @@ class DraController(RuntimeProbes):
     def _on_slice(self, old: Object | None, new: Object | None) -> None:
         self.allocation.slices_changed()
         self.queue.add(AUDIT, self.settings.audit_debounce_seconds)
+        self._inventory_changed()
+
+    def _on_node(self, old: Object | None, new: Object | None) -> None:
+        labels = [((n or {}).get("metadata") or {}).get("labels") for n in (old, new)]
+        if old is None or new is None or labels[0] != labels[1]:
+            self._inventory_changed()
+
+    def _inventory_changed(self) -> None:
+        for listener in self.inventory_listeners:
+            listener()
 
     def _allocated_by_us(self, claim: Object) -> None:
         if self.observer is not None:
