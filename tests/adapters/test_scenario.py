@@ -137,7 +137,7 @@ def test_the_vm_scenario_passes_a_card_through_and_meets_the_refusals():
     assert kinds == ["prepareClaim", "prepareClaim", "setBusy", "prepareClaim", "unprepareClaim"]
     first = vm.steps[0].args
     assert first["pod"]["annotations"] == {"gpu.deckhouse.io/vfio": "true"}
-    assert vm.steps[1].args["config"] == {"kind": "VFIOConfig"}
+    assert vm.steps[1].args["config"] == {"kind": "VfioDeviceConfig"}
     assert vm.steps[2].args["pids"] == [31337]
 
 

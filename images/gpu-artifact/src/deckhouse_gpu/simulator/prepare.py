@@ -23,6 +23,7 @@ from deckhouse_gpu.adapters.node_lock import NodeLock
 from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig
 from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
 from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
+from deckhouse_gpu.domain.config.opaque_types import API_VERSION, GPU_KIND, api_version_of
 from deckhouse_gpu.domain.offers.model import DRIVER
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
 from deckhouse_gpu.ports.clock import Clock
@@ -37,7 +38,6 @@ CLAIM_NAMESPACE = "demo"
 HOOK = "/usr/bin/nvidia-cdi-hook"
 REQUEST = "gpu"
 DEVICE_CLASS = "gpu.deckhouse.io"  # the scheduler has allocated already: the class is never read
-CONFIG_API_VERSION = "gpu.deckhouse.io/v1alpha1"
 SHARE_IDS = uuid.uuid5(uuid.NAMESPACE_URL, "https://deckhouse.io/modules/gpu/simulator/shares")
 
 
@@ -81,7 +81,7 @@ def allocate(
 
     ``share_percent``: each device is a share of its card that consumed this much (a shareID and
     ``consumedCapacity.sharePercent`` in its result); ``config``: the claim's opaque parameters
-    (a GPUConfig, or another kind it names), which the scheduler copies into the allocation for the
+    (a GpuConfig, or another kind it names), which the scheduler copies into the allocation for the
     driver; ``pod``: the Pod (name, annotations) the scheduler reserved the claim for."""
     exactly: dict[str, Any] = {"deviceClassName": DEVICE_CLASS, "count": len(devices)}
     if share_percent is not None:
@@ -128,7 +128,11 @@ def _reserving_pod(api: KubeAPI, node: str, pod: dict[str, Any]) -> dict[str, An
 
 
 def _opaque(parameters: dict[str, Any]) -> dict[str, Any]:
-    full = {"apiVersion": CONFIG_API_VERSION, "kind": "GPUConfig", **parameters}
+    """The scenario's parameters completed in the canonical spelling (a GpuConfig unless it names
+    another kind); a kind of the legacy spelling gets its own apiVersion, both being accepted."""
+    kind = parameters.get("kind", GPU_KIND)
+    version = api_version_of(kind) if isinstance(kind, str) else None
+    full = {"apiVersion": version or API_VERSION, "kind": GPU_KIND, **parameters}
     return {"driver": DRIVER, "parameters": full}
 
 

@@ -238,7 +238,7 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
 
 def _check_share(where: str, args: dict[str, Any]) -> None:
     """A share of a card as the scheduler allocates it: the share it consumed and the claim's
-    opaque config (GPUConfig parameters); both only with devices, which the step allocates."""
+    opaque config (GpuConfig parameters); both only with devices, which the step allocates."""
     percent, config = args.get("sharePercent"), args.get("config")
     if (percent is not None or config is not None) and not args.get("devices"):
         raise ScenarioError(f"{where}: sharePercent and config need the devices the step allocates")
@@ -247,7 +247,7 @@ def _check_share(where: str, args: dict[str, Any]) -> None:
     ):
         raise ScenarioError(f"{where}: prepareClaim.sharePercent is a number above 0 and up to 100")
     if config is not None and not isinstance(config, dict):
-        raise ScenarioError(f"{where}: prepareClaim.config is the opaque parameters (a GPUConfig mapping)")
+        raise ScenarioError(f"{where}: prepareClaim.config is the opaque parameters (a GpuConfig mapping)")
 
 
 def _check_pod(where: str, args: dict[str, Any]) -> None:
