@@ -1,10 +1,9 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Runs a component the way it runs in a pod: in-cluster config, https, a service-account token.
-
-Only the service account directory is redirected (a pod has it under /var/run/secrets); the
-client configuration code path is the production one, so the memory figure is the pod's.
+"""Runs a component the way it runs in a pod: in-cluster config, https, a service-account token
+(testkit/in_cluster.py); the client configuration code path is the production one, so the memory
+figure is the pod's.
 """
 
 from __future__ import annotations
@@ -12,20 +11,13 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from deckhouse_gpu.ports.kube import Resource
+from testkit import in_cluster
 from testkit.fake_apiserver import FakeApiServer
-
-LAUNCHER = """
-import sys
-from pathlib import Path
-from deckhouse_gpu.adapters import kube_transport
-kube_transport.ACCOUNT_DIR = Path(sys.argv[1])
-from deckhouse_gpu.cmd.{module} import main
-sys.exit(main(sys.argv[2:]))
-"""
 
 
 def tls_context(workdir: Path) -> tuple[ssl.SSLContext, Path] | None:
@@ -45,7 +37,9 @@ def tls_context(workdir: Path) -> tuple[ssl.SSLContext, Path] | None:
 
 
 @contextmanager
-def pod_api_server(workdir: Path) -> Iterator[tuple[FakeApiServer, Path, dict[str, str]] | None]:
+def pod_api_server(
+    workdir: Path, resources: Iterable[Resource] | None = None
+) -> Iterator[tuple[FakeApiServer, Path, dict[str, str]] | None]:
     """An HTTPS fake API server, the CA a pod would trust and the environment a pod would see;
     None when there is no openssl to make the certificate."""
     tls = tls_context(workdir)
@@ -54,14 +48,14 @@ def pod_api_server(workdir: Path) -> Iterator[tuple[FakeApiServer, Path, dict[st
         yield None
         return
     context, ca = tls
-    with FakeApiServer(tls=context) as server:
+    fake = (
+        FakeApiServer(tls=context) if resources is None else FakeApiServer(resources=resources, tls=context)
+    )
+    with fake as server:
         host, _, port = server.url.removeprefix("https://").rpartition(":")
         yield server, ca, {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port}
 
 
 def launcher_argv(module: str, workdir: Path, ca: Path, argv: list[str]) -> list[str]:
-    account = workdir / "serviceaccount"
-    account.mkdir(exist_ok=True)
-    (account / "token").write_text("bench-token")
-    shutil.copyfile(ca, account / "ca.crt")
-    return ["-c", LAUNCHER.replace("{module}", module), str(account), *argv]
+    account = in_cluster.service_account(workdir / "serviceaccount", ca.read_bytes(), "bench-token")
+    return in_cluster.launcher_argv(module, account, argv)

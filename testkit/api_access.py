@@ -55,7 +55,8 @@ def component_of(authorization: str | None) -> str:
     """The component a request came from: its bearer token up to a "/" (the chaos world of
     testkit/chaos_world.py names one instance per node, ``gpu-handler/w1``), or "anonymous"."""
     scheme, _, token = (authorization or "").partition(" ")
-    return token.partition("/")[0] if scheme == "Bearer" and token else "anonymous"
+    # The scheme's case is free (RFC 9110); the kubernetes client's in-cluster loader writes "bearer".
+    return token.partition("/")[0] if scheme.lower() == "bearer" and token else "anonymous"
 
 
 def access_of(request: RecordedRequest) -> Access:

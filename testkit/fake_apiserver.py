@@ -84,6 +84,7 @@ class FakeApiServer:
         self._requests: list[RecordedRequest] = []
         self._injected: deque[HttpError] = deque()
         self._refused: dict[str, HttpError] = {}
+        self._revoked: set[str] = set()
         # Called for every request after it is recorded; True: it has answered (or dropped) the
         # request itself. testkit/chaos.py injects its faults here.
         self.interceptor: Callable[[BaseHTTPRequestHandler, RecordedRequest], bool] | None = None
@@ -116,6 +117,12 @@ class FakeApiServer:
         with self._lock:
             self._refused[path] = HttpError(code, reason, message)
 
+    def revoke(self, token: str) -> None:
+        """Answers 401 to every request that carries this bearer token from now on, as the API
+        server does once a service account token has expired."""
+        with self._lock:
+            self._revoked.add(token)
+
     def start(self) -> FakeApiServer:
         self._thread.start()
         return self
@@ -134,6 +141,9 @@ class FakeApiServer:
     def record(self, request: RecordedRequest) -> HttpError | None:
         with self._lock:
             self._requests.append(request)
+            scheme, _, token = (request.authorization or "").partition(" ")
+            if scheme.lower() == "bearer" and token in self._revoked:
+                return HttpError(401, "Unauthorized", "the token has expired")
             if self._injected:
                 return self._injected.popleft()
             return self._refused.get(request.path)

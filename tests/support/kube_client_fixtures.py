@@ -3,9 +3,9 @@
 
 """What ClientKube's tests share: a fake API server, a client logged in to it, and small bodies.
 
-Every test that takes ``kube`` runs twice: through a kubeconfig (the ``kubernetes`` client's
-transport, plain HTTP) and as in a pod (the standard-library transport, HTTPS with the pod's CA and
-token), so both transports answer to the same behaviour."""
+Every test that takes ``kube`` runs twice: through a kubeconfig (plain HTTP) and as in a pod (the
+in-cluster configuration: HTTPS with the pod's CA and token), so both ways the ``kubernetes`` client
+is configured answer to the same behaviour."""
 
 from __future__ import annotations
 

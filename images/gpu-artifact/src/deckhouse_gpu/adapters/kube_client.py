@@ -5,9 +5,9 @@
 
 Not the generated ``CoreV1Api``/``CustomObjectsApi`` methods: one code path serves core and custom
 resources alike, nothing is turned into (and back out of) the generated pydantic models, so
-unknown fields survive, and each request carries exactly the headers we choose. What carries the
-requests (a pod's service account over a urllib3 pool, or a kubeconfig through the ``kubernetes``
-client) is in ``kube_transport``.
+unknown fields survive, and each request carries exactly the headers we choose. The requests go
+through the ``kubernetes`` client's configuration and REST layer, the same in a pod and with a
+kubeconfig (``kube_transport``).
 """
 
 from __future__ import annotations

@@ -1,32 +1,42 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""How requests reach the API server: the standard library for a pod's service account, or the
-``kubernetes`` client's transport for a kubeconfig.
+"""How requests reach the API server: the ``kubernetes`` client's configuration and REST layer
+(urllib3), the same in a pod and with a kubeconfig.
 
-In a pod every component talks to one server with one bearer token and one CA: ``http.client`` does
-that with nothing else loaded (``kube_http``). The ``kubernetes`` package (its configuration,
-ApiClient, pydantic, dateutil) and urllib3 cost about 15 MiB per process on every GPU node (``make
-bench`` prints the figures), so they are imported only for a kubeconfig, where exec plugins, OIDC
-and client certificates are worth it.
+The library loads the configuration: in a pod the service account's token and CA and
+KUBERNETES_SERVICE_HOST/PORT (its in-cluster loader re-reads the rotated token once a minute), with
+a kubeconfig its contexts, client certificates, exec credential plugins and OIDC. One code path
+means the process tests, the chaos run and a local run send their requests exactly as a pod does.
+``ClientKube`` puts its own raw-JSON requests, merge patches, Retry-After handling and watch decoding
+on top of it: only ``ApiClient``'s request building and ``rest_client`` are used, never the generated
+API methods or models.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from deckhouse_gpu.adapters.kube_http import StdlibTransport
+import urllib3
+from kubernetes.client.api_client import ApiClient
+from kubernetes.client.configuration import Configuration
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.incluster_config import InClusterConfigLoader
+
 from deckhouse_gpu.ports.kube import Object, Unavailable
 
+if TYPE_CHECKING:
+    from urllib3 import BaseHTTPResponse
+
+# Where the kubelet mounts the pod's service account (the library's in-cluster default). A module
+# attribute, read at each call, so that the tests and benchmarks can run a component's production
+# entry point with their own directory (testkit/in_cluster.py) and nothing else changed.
 ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-# The projected token is rotated by the kubelet well before it expires; re-reading it once a minute
-# is what client-go and the kubernetes client do.
-TOKEN_REREAD_SECONDS = 60.0
 
 
 class InClusterConfigError(ValueError):
@@ -35,7 +45,7 @@ class InClusterConfigError(ValueError):
 
 class Headers(Protocol):
     def get(self, name: str, /) -> str | None:
-        """A header's value by its name in any case (both urllib3's and http.client's do that)."""
+        """A header's value by its name in any case."""
         ...
 
 
@@ -74,68 +84,134 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
 
-class ServiceAccountToken:
-    """The pod's token file, re-read once a minute (and at once when it was unreadable)."""
+class ClientResponse:
+    """A urllib3 response whose read errors are ``OSError``s, as ClientKube expects of any transport."""
 
-    def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
-        self.path = path
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._value = ""
-        self._read_at: float | None = None
+    def __init__(self, response: BaseHTTPResponse) -> None:
+        self._response = response
+        self.status = response.status
+        self.headers = response.headers
 
-    def __call__(self) -> str:
-        with self._lock:
-            now = self._clock()
-            if self._read_at is None or not self._value or now - self._read_at >= TOKEN_REREAD_SECONDS:
-                try:
-                    self._value = self.path.read_text().strip()
-                except OSError as error:
-                    if not self._value:  # keep a token that worked rather than send none
-                        raise Unavailable(
-                            f"cannot read the service account token {self.path}: {error}"
-                        ) from error
-                self._read_at = now
-            return self._value
+    @property
+    def data(self) -> bytes:
+        try:
+            return self._response.data
+        except urllib3.exceptions.HTTPError as error:
+            raise ConnectionError(str(error)) from error
+
+    def read1(self, size: int) -> bytes:
+        try:
+            return self._response.read1(size)
+        except urllib3.exceptions.HTTPError as error:
+            raise ConnectionError(str(error)) from error
+
+    def close(self) -> None:
+        self._response.close()
+
+    def release_conn(self) -> None:
+        self._response.release_conn()
+
+
+class ClientTransport:
+    """The ``kubernetes`` client's ApiClient: its authentication (with the configuration's token
+    refresh hook) on each request, its urllib3 pool for the connection."""
+
+    def __init__(self, api: ApiClient, on_unauthorized: Callable[[], None] | None = None) -> None:
+        self._api = api
+        self._on_unauthorized = on_unauthorized
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]],
+        headers: Mapping[str, str],
+        body: Object | None,
+        timeout: tuple[float, float],
+    ) -> ClientResponse:
+        request = self._api.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list(query),
+            header_params=dict(headers),
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            response: BaseHTTPResponse = self._api.call_api(*request, _request_timeout=timeout).response
+        except (urllib3.exceptions.HTTPError, OSError) as error:  # refused, reset, timed out
+            raise Unavailable(f"{method} {path}: {error}") from error
+        except ApiException as error:  # how the client reports a failed TLS handshake
+            raise Unavailable(f"{method} {path}: {error.reason}") from error
+        if response.status == 401 and self._on_unauthorized is not None:
+            self._on_unauthorized()
+        return ClientResponse(response)
+
+    @property
+    def server(self) -> str:
+        return str(self._api.configuration.host)
+
+    def close(self) -> None:
+        self._api.close()  # type: ignore[no-untyped-call]  # unannotated upstream
 
 
 def in_cluster_transport(
     environ: Mapping[str, str] | None = None, account_dir: Path | None = None
-) -> StdlibTransport:
-    """The pod's API server (KUBERNETES_SERVICE_HOST/PORT), its token and its CA, as a pod sees them."""
+) -> ClientTransport:
+    """The pod's API server (KUBERNETES_SERVICE_HOST/PORT), its token and its CA, loaded by the
+    library's in-cluster loader."""
     env = os.environ if environ is None else environ
     account_dir = ACCOUNT_DIR if account_dir is None else account_dir
-    host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
-    if not host or not port:
+    if not env.get("KUBERNETES_SERVICE_HOST") or not env.get("KUBERNETES_SERVICE_PORT"):
         raise InClusterConfigError(
             "not in a pod: KUBERNETES_SERVICE_HOST/PORT are not set;"
             " give --kubeconfig to run outside a cluster"
         )
-    token, ca = account_dir / "token", account_dir / "ca.crt"
-    for path in (token, ca):
-        if not path.is_file():
-            raise InClusterConfigError(f"the pod's service account file {path} is missing (automount off?)")
-    server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
-    return StdlibTransport(server, ServiceAccountToken(token), str(ca))
+
+    def load(configuration: Configuration) -> None:
+        loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]
+            token_filename=str(account_dir / "token"),
+            cert_filename=str(account_dir / "ca.crt"),
+            environ=env,
+        )
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+
+    configuration = Configuration()
+    try:
+        load(configuration)
+    except ConfigException as error:
+        raise InClusterConfigError(
+            f"the pod's service account in {account_dir}: {error} (automount off?)"
+        ) from error
+
+    def reload() -> None:
+        # A 401 means the token this process holds is no longer accepted (a rotated one that
+        # expired, a recreated service account): read the file again now rather than wait out the
+        # minute, as client-go resets its cached token on a 401. The request is not repeated: the
+        # caller's backoff sends the next one. A file caught between the kubelet's remove and write
+        # keeps the token held.
+        with contextlib.suppress(ConfigException, OSError):
+            load(configuration)
+
+    return ClientTransport(_api_client(configuration), on_unauthorized=reload)
 
 
-def kubeconfig_transport(kubeconfig: str, context: str | None) -> Transport:
+def kubeconfig_transport(kubeconfig: str, context: str | None) -> ClientTransport:
     """That file (several joined with ``:``, as in KUBECONFIG) with ``context`` or its current one."""
-    from deckhouse_gpu.adapters import kube_import  # noqa: PLC0415 - see the module docstring
-
-    kube_import.install()  # before the first kubernetes import: see kube_import for why
-    from kubernetes.client.api_client import ApiClient  # noqa: PLC0415
-    from kubernetes.client.configuration import Configuration  # noqa: PLC0415
-    from kubernetes.config.kube_config import load_kube_config  # noqa: PLC0415 - oauthlib & co
-
-    from deckhouse_gpu.adapters.kube_client_transport import ClientTransport  # noqa: PLC0415
+    # The kubeconfig loader brings OAuth and YAML with it; imported here, where it is used.
+    from kubernetes.config.kube_config import load_kube_config  # noqa: PLC0415
 
     configuration = Configuration()
     load_kube_config(  # type: ignore[no-untyped-call]
         config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
     )
+    return ClientTransport(_api_client(configuration))
+
+
+def _api_client(configuration: Configuration) -> ApiClient:
     # One retry covers a pooled keep-alive connection the server had closed; more would multiply
     # the timeout when the server is down, and the services back off and retry themselves.
     configuration.retries = 1
+    # TCP keepalive probes, as client-go sends: a long watch notices a vanished server.
     configuration.keep_alive = True
-    return ClientTransport(ApiClient(configuration))
+    return ApiClient(configuration)
