@@ -28,7 +28,12 @@ from typing import Any
 
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.domain.naming import physical_gpu_name
-from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, LEASES, RESOURCE_CLAIM_TEMPLATES
+from deckhouse_gpu.ports.controller_resources import (
+    DEVICE_CLASSES,
+    GPU_CLASSES,
+    LEASES,
+    RESOURCE_CLAIM_TEMPLATES,
+)
 from deckhouse_gpu.ports.kube import (
     EVENTS,
     NODES,
@@ -49,7 +54,9 @@ from tests.services.sharing_world import MPS, share_claim, time_slicing
 from tests.support.controller_objects import add_pod, ready_status
 from tests.support.fake_kubelet import FakeKubelet, PluginConnection
 
-RESOURCES = (NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES, RESOURCE_CLAIMS, PODS, LEASES, DEVICE_CLASSES)
+RESOURCES = (
+    NODES, EVENTS, PHYSICAL_GPUS, RESOURCE_SLICES, RESOURCE_CLAIMS, PODS, LEASES, DEVICE_CLASSES, GPU_CLASSES
+)  # fmt: skip
 COMPONENTS = ("gpu-node-agent", "gpu-controller", "gpu-handler", "gpu-dra-controller")
 NAMESPACE = "d8-gpu"
 DRIVER = "gpu.deckhouse.io"
@@ -175,6 +182,30 @@ def _pod_on_node(server: FakeApiServer) -> dict[str, Any]:
     return server.kube.get(RESOURCE_CLAIMS, "infer", namespace="ns")
 
 
+def _gpu_class(server: FakeApiServer) -> None:
+    """A GPUClass for VMs: gpu-dra-controller creates its DeviceClass and reports it Ready, then
+    patches the DeviceClass when the class changes (the garbage collector deletes it with the class)."""
+    spec = {"deviceKind": "Whole", "vfio": True, "cards": {"models": ["a30-pcie"]}}
+    server.kube.create(GPU_CLASSES, {"metadata": {"name": "a30-vm"}, "spec": spec})
+
+    def expression() -> str:
+        try:
+            found = server.kube.get(DEVICE_CLASSES, "a30-vm")
+        except NotFound:
+            return ""
+        return str(found["spec"]["selectors"][0]["cel"]["expression"])
+
+    wait_for(lambda: "a30-pcie" in expression(), timeout=TIMEOUT, what="the GPUClass's DeviceClass")
+    server.kube.patch(GPU_CLASSES, "a30-vm", {"spec": {"cards": {"models": ["a30-pcie", "a100-pcie-80gb"]}}})
+    wait_for(lambda: "a100-pcie-80gb" in expression(), timeout=TIMEOUT, what="the DeviceClass updated")
+    ready = [
+        c
+        for c in server.kube.get(GPU_CLASSES, "a30-vm").get("status", {}).get("conditions", [])
+        if c["type"] == "Ready"
+    ]
+    assert ready, "the GPUClass has no Ready condition"
+
+
 def day_of_a_node() -> AccessLog:
     """Runs the world through its steps; the accesses every component made, by its token."""
     with running_world() as (server, host, processes):
@@ -182,6 +213,7 @@ def day_of_a_node() -> AccessLog:
         wait_for(lambda: "gpu-0000-31-00-0" in _offers(server), timeout=TIMEOUT, what="offers published")
         for item in example_classes():
             server.kube.create(DEVICE_CLASSES, item)
+        _gpu_class(server)
         claim = _pod_on_node(server)
         kubelet = FakeKubelet(str(host.root / "var/lib/kubelet/plugins_registry"))
         try:

@@ -44,6 +44,9 @@ UNUSED: dict[str, set[tuple[str, str]]] = {}
 # comment names. Only these may stay unused (a chaos run's log, merged in, uses them).
 EXPLAINED: dict[str, set[tuple[str, str]]] = {
     "gpu-controller": {("get", "physicalgpus")},
+    # A GPUClass re-read after a status conflict; a DeviceClass whose GPUClass is gone and that
+    # the garbage collector has not deleted (the fake API server's collector always has).
+    "gpu-dra-controller": {("get", "gpuclasses"), ("delete", "deviceclasses")},
     "gpu-handler": {("get", "physicalgpus")},
 }
 # The rights of the kube-rbac-proxy sidecar in every component's pod (templates/_kube_rbac_proxy.tpl),

@@ -23,7 +23,7 @@ P = "spec.versions[0].schema.openAPIV3Schema"
 
 
 def test_the_module_ships_crds() -> None:
-    assert [p.name for p in CRD_FILES] == ["physicalgpu.yaml"]
+    assert [p.name for p in CRD_FILES] == ["gpuclass.yaml", "physicalgpu.yaml"]
 
 
 @pytest.mark.parametrize("path", CRD_FILES, ids=lambda p: p.name)
