@@ -205,7 +205,9 @@ def test_the_examples_cover_every_kind_and_shape() -> None:
     kinds = {doc["kind"] for doc in examples()}
     assert kinds == {"DeviceClass", "ResourceClaimTemplate", "ResourceClaim"}
     parameters = [entry["opaque"]["parameters"] for doc in examples() for entry in config_of(doc)]
-    assert {p["kind"] for p in parameters} == {"GPUConfig", "MIGConfig", "VFIOConfig"}
+    # The docs write the canonical spelling; the legacy one is tested in tests/domain/config.
+    assert {p["kind"] for p in parameters} == {"GpuConfig", "MigDeviceConfig", "VfioDeviceConfig"}
+    assert {p["apiVersion"] for p in parameters} == {"resource.gpu.deckhouse.io/v1alpha1"}
     assert {p.get("sharing", {}).get("strategy") for p in parameters} == {"TimeSlicing", "MPS", None}
 
 
