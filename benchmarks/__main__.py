@@ -12,6 +12,7 @@ from benchmarks import (
     allocator,
     cel_engines,
     cold_parse,
+    controllers,
     fuzz,
     handler,
     kubectl_gpu,
@@ -31,6 +32,7 @@ def main() -> None:
         host = build_host(workdir / "host")
         node_agent.run(host, workdir)
         handler.run(host, workdir)
+        controllers.run(workdir)
         slices.run()
     prepare.run()
     kubelet_socket.run()

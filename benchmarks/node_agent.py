@@ -68,7 +68,7 @@ def readyz(port: int) -> bool:
 
 
 def bench_process(host: HostBuilder, workdir: Path) -> None:
-    print("gpu-node-agent process (real entry point and client, local fake API server; target RSS < 30 MiB)")
+    print("gpu-node-agent process (real entry point and client, local fake API server; target RSS <= 40 MiB)")
     with pod_api_server(workdir) as pod:
         if pod is not None:
             server, ca, env = pod
@@ -96,7 +96,7 @@ def bench_process(host: HostBuilder, workdir: Path) -> None:
                 write_kubeconfig(workdir, server.url), "--health-address", f"127.0.0.1:{port}",
                 "--metrics-address", "127.0.0.1:0"]  # fmt: skip
         measured = measure_process(["-m", "deckhouse_gpu.cmd.node_agent", *argv], lambda: readyz(port))
-        report_process("with --kubeconfig (loads the kubeconfig/OIDC code too)", measured)
+        report_process("with --kubeconfig (the same client, configured from a file)", measured)
 
 
 def report_process(label: str, measured: tuple[float, dict[str, float]] | None) -> None:

@@ -11,6 +11,11 @@ means the process tests, the chaos run and a local run send their requests exact
 ``ClientKube`` puts its own raw-JSON requests, merge patches, Retry-After handling and watch decoding
 on top of it: only ``ApiClient``'s request building and ``rest_client`` are used, never the generated
 API methods or models.
+
+The package costs about 20 MiB per process over a transport on the standard library (its
+``__init__`` loads the kubeconfig, OAuth, dynamic-client and websocket code and pydantic whatever
+is used; ``make bench``, docs/RELIABILITY.md). The home-made transport that saved it was the one
+path no test ran; the library's in-cluster and kubeconfig handling is what millions of clients run.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from kubernetes.client.configuration import Configuration
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
+from kubernetes.config.kube_config import load_kube_config
 
 from deckhouse_gpu.ports.kube import Object, Unavailable
 
@@ -198,9 +204,6 @@ def in_cluster_transport(
 
 def kubeconfig_transport(kubeconfig: str, context: str | None) -> ClientTransport:
     """That file (several joined with ``:``, as in KUBECONFIG) with ``context`` or its current one."""
-    # The kubeconfig loader brings OAuth and YAML with it; imported here, where it is used.
-    from kubernetes.config.kube_config import load_kube_config  # noqa: PLC0415
-
     configuration = Configuration()
     load_kube_config(  # type: ignore[no-untyped-call]
         config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
