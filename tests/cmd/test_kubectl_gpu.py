@@ -91,21 +91,29 @@ def test_status_says_no_when_a_card_is_not_healthy(world: World) -> None:
 def test_capacity_table_wide_json_and_yaml(world: World) -> None:
     code, out = world.run("capacity")
     assert code == 0
-    rows = {r[0]: r[1:] for r in _rows(out)[1:]}
-    assert rows["gpu-h100-80gb"] == ["1", "1", "h100 (1)"]
+    lines = out.rstrip().split("\n")
+    rows = {r[0]: r[2:] for r in _rows("\n".join(lines[:-1]))[1:]}  # GPUCLASS: "-" (none here)
+    assert _rows(lines[0])[0] == ["CLASS", "GPUCLASS", "DEVICES", "FITS", "NODES", "MOST ROOM"]
+    assert rows["gpu-h100-80gb"] == ["3", "1", "1", "h100 (1)"]
     assert rows["gpu-h100-80gb-mig-1g.10gb"] == [
+        "21",
         "12",
         "1",
         "h100 (12)",
     ]  # 5 beside the instances, 7 on the free card
-    assert rows["gpu-mig"] == ["16", "2", "h100 (12), a30 (4)"]
-    assert rows["gpu-a100-40gb-shared"][0] == "0"  # a claim asking for no share takes the card whole
-    assert rows["gpu-t4"] == ["0", "0", "-"]
+    assert rows["gpu-mig"] == ["88", "16", "2", "h100 (12), a30 (4)"]
+    assert rows["gpu-a100-40gb-shared"][:2] == ["1", "0"]  # a claim asking for no share takes the card whole
+    assert rows["gpu-t4"] == ["1", "0", "0", "-"]  # a T4 there is, in use
+    assert len(rows) == 20  # the classes of models the cluster has; the rest in one line:
+    assert lines[-1] == (
+        "21 more classes select no device in the cluster: gpu-a100-40gb-mig-1g.10gb, "
+        "gpu-a100-40gb-mig-1g.5gb, gpu-a100-40gb-mig-1g.5gb-me and 18 more (--all lists them)."
+    )
     assert world.reads() == {"/version": 1, CLASSES: 1, "/api/v1/nodes": 1, SLICES: 1, CLAIMS: 1}
     code, out = world.run("capacity", "--class", "gpu-mig", "-o", "wide")
     assert (code, _rows(out)[1:]) == (
         0,
-        [["gpu-mig", n, f] for n, f in (("a100", "0"), ("a30", "4"), ("h100", "12"), ("t4", "0"))],
+        [["gpu-mig", "-", n, f] for n, f in (("a100", "0"), ("a30", "4"), ("h100", "12"), ("t4", "0"))],
     )
     code, out = world.run("capacity", "--node", "a30", "-o", "json")
     document = json.loads(out)
@@ -118,6 +126,8 @@ def test_capacity_table_wide_json_and_yaml(world: World) -> None:
     a30 = {c["class"]: c for c in document["classes"]}
     assert a30["gpu-a30-mig-1g.6gb"] == {
         "class": "gpu-a30-mig-1g.6gb",
+        "gpuClass": None,
+        "devices": 4,
         "fits": 4,
         "perNode": {"a30": 4},
         "unlimitedOn": [],
@@ -126,7 +136,15 @@ def test_capacity_table_wide_json_and_yaml(world: World) -> None:
     code, out = world.run("capacity", "--class", "gpu-t4", "-o", "yaml")
     assert code == 1  # nothing fits: scripts can test for room
     assert yaml.safe_load(out)["classes"] == [
-        {"class": "gpu-t4", "fits": 0, "perNode": {}, "unlimitedOn": [], "errors": {}}
+        {
+            "class": "gpu-t4",
+            "gpuClass": None,
+            "devices": 1,
+            "fits": 0,
+            "perNode": {},
+            "unlimitedOn": [],
+            "errors": {},
+        }
     ]
 
 
@@ -134,14 +152,20 @@ def test_explain_where_it_fits_and_why_not_elsewhere(world: World) -> None:
     code, out = world.run("explain", "wants-a30")  # the namespace comes from the kubeconfig's context
     assert code == 0
     assert "Pod ml/wants-a30 is Pending. Its claims:" in out
-    assert _rows(out.split("\n\n")[0])[2] == ["gpu", "ml/wants-a30-gpu", "template one-a30", "not created"]
+    assert _rows(out.split("\n\n")[0])[2] == [
+        "gpu",
+        "ml/wants-a30-gpu",
+        "template one-a30",
+        "not created",
+        "gpu-a30",
+    ]
     assert "The claims fit on 1 node(s): a30." in out
     code, out = world.run("explain", "wants-two", "-n", "ml")
     assert code == 1
     why = {r[0]: r for r in _rows(out.split("\n\n")[1])[1:]}
     assert why["h100"][1] == "no"
     assert why["h100"][2] == (
-        "ml/two gpu: 1 of 78 devices fit; 75 not of DeviceClass gpu-h100-80gb; "
+        "ml/two gpu wants 2: 1 of 78 devices fit; 75 not of DeviceClass gpu-h100-80gb; "
         "1 counter memory-slice-0 exhausted (held by ml/small); 1 in use (held by ml/big)"
     )
     assert out.rstrip().endswith("The claims fit on no node.")

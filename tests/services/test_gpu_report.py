@@ -65,7 +65,8 @@ def test_a_class_that_cannot_be_used_is_named_and_left_out(cluster: GpuCluster) 
         ),
         (
             lambda kube: gpu_report.explain(kube, "ml", "plain"),
-            "pod ml/plain has no resource claims: nothing to explain",
+            "pod ml/plain has no resource claims and asks for no extended resource of a DeviceClass: "
+            "nothing to explain",
         ),
         (lambda kube: gpu_report.capacity(kube, "gpu-h100"), 'DeviceClass "gpu-h100" not found'),
         (lambda kube: gpu_report.capacity(kube, None, "w9"), 'node "w9" not found'),

@@ -4,8 +4,10 @@
 """kubectl gpu: GPUs of the cluster, the room left for claims and why a Pod is pending.
 
   kubectl gpu status [NODE...]                     every card: health, mode, what it holds, what is free
-  kubectl gpu capacity [--class NAME] [--node N]   how many more one-device claims of each class fit
-  kubectl gpu explain POD [-n NAMESPACE]           why the claims of a pending Pod fit no node, or where
+  kubectl gpu capacity [--class NAME] [--node N] [--all]
+                                                   how many more one-device claims of each class fit
+  kubectl gpu explain POD [-n NAMESPACE]           why a pending Pod's claims or extended resources
+                                                   fit no node, or where
 
 Flags of every command: --kubeconfig FILE, --context NAME, -n/--namespace NAME and
 -o/--output table|wide|json|yaml. It only reads the cluster (docs/KUBECTL.md lists the RBAC);
@@ -71,7 +73,15 @@ def parser() -> argparse.ArgumentParser:
     capacity = commands.add_parser("capacity", help="how many more one-device claims of each class fit")
     capacity.add_argument("--class", dest="device_class", metavar="NAME", help="only this DeviceClass")
     capacity.add_argument("--node", metavar="NODE", help="only this node")
-    explain = commands.add_parser("explain", help="why a pending Pod's claims fit no node, or where they fit")
+    capacity.add_argument(
+        "--all",
+        dest="all_classes",
+        action="store_true",
+        help="list the classes that select no device too (the table sums them up in one line)",
+    )
+    explain = commands.add_parser(
+        "explain", help="why a pending Pod's claims or extended resources fit no node, or where they fit"
+    )
     explain.add_argument("pod", metavar="POD", help="the Pod's name")
     for command in (status, capacity, explain):
         _common(command)
@@ -100,7 +110,8 @@ def run(
     elif args.command == "capacity":
         found = gpu_report.capacity(api, args.device_class, args.node)
         document, answer = data.capacity_data(found), any(e.total or e.unlimited for e in found.classes)
-        show = functools.partial(tables.capacity_table, found, paint, output == "wide")
+        every = bool(getattr(args, "all_classes", False)) or args.device_class is not None
+        show = functools.partial(tables.capacity_table, found, paint, output == "wide", every)
     else:
         explanation = gpu_report.explain(api, getattr(args, "namespace", None) or namespace, args.pod)
         document, answer = data.explanation_data(explanation), explanation.placeable

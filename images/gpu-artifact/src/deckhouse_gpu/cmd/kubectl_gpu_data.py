@@ -87,6 +87,8 @@ def capacity_data(report: CapacityReport) -> dict[str, Any]:
         "classes": [
             {
                 "class": c.device_class,
+                "gpuClass": c.gpu_class,
+                "devices": c.devices,
                 "fits": c.total,
                 "perNode": dict(c.nodes),
                 "unlimitedOn": list(c.unlimited),
@@ -110,6 +112,28 @@ def explanation_data(explanation: PodExplanation) -> dict[str, Any]:
         "claims": [
             {"name": c.entry, "claim": c.claim, "source": c.source, "state": c.state, "problem": c.problem}
             for c in explanation.claims
+        ],
+        "extendedResources": [
+            {
+                "container": r.container,
+                "resource": r.resource,
+                "count": r.count,
+                "deviceClass": r.device_class,
+                "gpuClass": explanation.gpu_classes.get(r.device_class or ""),
+                "request": r.request if r.device_class else None,
+            }
+            for r in explanation.extended
+        ],
+        "classes": [
+            {
+                "class": c.device_class,
+                "gpuClass": c.gpu_class,
+                "devices": c.total,
+                "perNode": dict(c.per_node),
+                "heldBy": {device: list(claims) for device, claims in c.held.items()},
+                "error": c.error,
+            }
+            for c in explanation.classes
         ],
         "problems": explanation.problems,
         "nodes": [

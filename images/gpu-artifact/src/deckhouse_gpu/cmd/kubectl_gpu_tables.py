@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from deckhouse_gpu.cmd.kubectl_gpu_data import percent, quantity
+from deckhouse_gpu.domain.report.capacity import ClassCapacity
 from deckhouse_gpu.domain.report.cards import IDLE, CardRow
+from deckhouse_gpu.domain.report.class_devices import ClassDevices
+from deckhouse_gpu.domain.report.extended import claim_classes, class_label
 from deckhouse_gpu.domain.report.pending import NodeVerdict, PodExplanation, Tally
 from deckhouse_gpu.services.gpu_report import CapacityReport, StatusReport
 
@@ -95,29 +98,53 @@ def status_table(report: StatusReport, paint: Paint, wide: bool) -> str:
     return table(rows, paint, codes)
 
 
-def capacity_table(report: CapacityReport, paint: Paint, wide: bool) -> str:
+def _unmatched(hidden: Sequence[ClassCapacity]) -> str:
+    """One line for the classes that select no device, instead of a row of zeros each."""
+    names = [entry.device_class for entry in hidden]
+    what = "class selects" if len(names) == 1 else "classes select"
+    return f"{len(names)} more {what} no device in the cluster: {some(names)} (--all lists them)."
+
+
+def capacity_table(report: CapacityReport, paint: Paint, wide: bool, every: bool = False) -> str:
+    """``every``: a row for each class; otherwise classes that select no device at all are summed
+    up in one line (a cluster has tens of classes for the models it does not have)."""
     if not report.classes:
         return "No DeviceClasses found."
+    shown = [e for e in report.classes if every or e.devices or e.total or e.unlimited or e.errors]
+    hidden = [e for e in report.classes if e not in shown]
+    notes = [_unmatched(hidden)] if hidden else []
+    if not shown:
+        return "\n".join(notes)
     if wide:
-        rows, codes = [["CLASS", "NODE", "FITS"]], []
-        for entry in report.classes:
+        rows, codes = [["CLASS", "GPUCLASS", "NODE", "FITS"]], []
+        for entry in shown:
             for node in report.nodes:
                 fits = entry.nodes.get(node, 0)
-                shown = "unlimited" if node in entry.unlimited else str(fits)
-                rows.append([entry.device_class, node, shown + (" (error)" if node in entry.errors else "")])
-                codes.append([None, None, None if fits else DIM])
-        return table(rows, paint, codes)
-    rows, codes = [["CLASS", "FITS", "NODES", "MOST ROOM"]], []
-    for entry in report.classes:
+                text = "unlimited" if node in entry.unlimited else str(fits)
+                text += " (error)" if node in entry.errors else ""
+                rows.append([entry.device_class, entry.gpu_class or "-", node, text])
+                codes.append([None, None, None, None if fits else DIM])
+        return "\n".join([table(rows, paint, codes), *notes])
+    rows, codes = [["CLASS", "GPUCLASS", "DEVICES", "FITS", "NODES", "MOST ROOM"]], []
+    for entry in shown:
         best = sorted(entry.nodes.items(), key=lambda item: (-item[1], item[0]))
         room = some([f"{node} ({fits})" for node, fits in best]) or "-"
         total = "unlimited" if entry.unlimited else str(entry.total)
-        rows.append([entry.device_class, total, str(len(entry.nodes)), room])
-        codes.append([None, None if entry.total else DIM, None, None])
-    notes = [
-        f"{e.device_class} on {node}: {error}" for e in report.classes for node, error in e.errors.items()
+        rows.append(
+            [
+                entry.device_class,
+                entry.gpu_class or "-",
+                str(entry.devices),
+                total,
+                str(len(entry.nodes)),
+                room,
+            ]
+        )
+        codes.append([None, None, None if entry.devices else DIM, None if entry.total else DIM, None, None])
+    errors = [
+        f"error: {e.device_class} on {node}: {error}" for e in shown for node, error in e.errors.items()
     ]
-    return table(rows, paint, codes) + "".join(f"\nerror: {note}" for note in notes)
+    return "\n".join([table(rows, paint, codes), *errors, *notes])
 
 
 def _tally(tally: Tally) -> str:
@@ -131,7 +158,10 @@ def _why(verdict: NodeVerdict) -> str:
     parts = [verdict.error] if verdict.error else []
     parts += verdict.pools
     for request in verdict.requests:
-        head = f"{request.claim} {request.request}: {request.fit_alone} of {request.devices} devices fit"
+        wants = "" if request.wants == "1" else f" wants {request.wants}"  # 1: the common case
+        head = (
+            f"{request.claim} {request.request}{wants}: {request.fit_alone} of {request.devices} devices fit"
+        )
         detail = [_tally(t) for t in request.reasons]
         if request.together:
             detail.append("they do not fit together with the other requests or the constraints")
@@ -139,13 +169,40 @@ def _why(verdict: NodeVerdict) -> str:
     return " | ".join(parts)
 
 
+def _class_line(found: ClassDevices, owners: dict[str, str]) -> str:
+    """How many devices the class selects in the cluster, where, and what holds them."""
+    label = f"DeviceClass {class_label(found.device_class, owners)}"
+    if found.error:
+        return f"{label}: {found.error}"
+    if not found.total:
+        return f"{label} selects no device in the cluster: no node offers one its selectors accept."
+    where = some([f"{count} on {node}" for node, count in sorted(found.per_node.items())], 10)
+    noun = "device" if found.total == 1 else "devices"
+    line = f"{label} selects {found.total} {noun} in the cluster: {where}"
+    if found.held:
+        holders = sorted({claim for claims in found.held.values() for claim in claims})
+        line += f"; {len(found.held)} in use (held by {some(holders)})"
+    return line + "."
+
+
 def explain_table(explanation: PodExplanation, paint: Paint) -> str:
     node = f" on node {explanation.node}" if explanation.node else ""
+    owners = explanation.gpu_classes
     lines = [f"Pod {explanation.pod} is {explanation.phase}{node}. Its claims:"]
-    claim_rows = [["NAME", "CLAIM", "SOURCE", "STATE"]]
-    claim_rows += [[c.entry, c.claim, c.source, c.state] for c in explanation.claims]
+    claim_rows = [["NAME", "CLAIM", "SOURCE", "STATE", "CLASS"]]
+    for c in explanation.claims:
+        classes = ", ".join(class_label(name, owners) for name in claim_classes(c.obj)) or "-"
+        claim_rows.append([c.entry, c.claim, c.source, c.state, classes])
     lines += ["  " + line for line in table(claim_rows, paint).splitlines()]
+    if explanation.extended:
+        lines.append("Its extended resources (the scheduler makes their claim once it has a node):")
+        resource_rows = [["CONTAINER", "RESOURCE", "COUNT", "CLASS"]]
+        for r in explanation.extended:
+            shown = class_label(r.device_class, owners) if r.device_class else "none"
+            resource_rows.append([r.container, r.resource, str(r.count), shown])
+        lines += ["  " + line for line in table(resource_rows, paint).splitlines()]
     lines += [paint(f"error: {problem}", RED) for problem in explanation.problems]
+    lines += [_class_line(found, owners) for found in explanation.classes]
     if explanation.nodes:
         rows, codes = [["NODE", "FITS", "WHY NOT"]], []
         for verdict in explanation.nodes:

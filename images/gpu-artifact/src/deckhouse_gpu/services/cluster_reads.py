@@ -72,6 +72,7 @@ class ClusterReads:
 
     def __init__(self, api: KubeAPI) -> None:
         self.api = api
+        self._device_classes: list[Object] | None = None  # listed once: classes() and the reports
 
     def list_all(self, resource: Resource) -> list[Object]:
         where = " in all namespaces" if resource.namespaced else ""
@@ -115,11 +116,17 @@ class ClusterReads:
             for n in self.list_all(NODES)
         ]
 
+    def device_class_objects(self) -> list[Object]:
+        """The DeviceClasses as stored: their owners and extended resource names are read too."""
+        if self._device_classes is None:
+            self._device_classes = self.list_all(DEVICE_CLASSES)
+        return self._device_classes
+
     def classes(self) -> tuple[dict[str, DeviceClass], list[str]]:
         """DeviceClasses by name, and why those that cannot be used were left out."""
         found: dict[str, DeviceClass] = {}
         problems = []
-        for item in self.list_all(DEVICE_CLASSES):
+        for item in self.device_class_objects():
             try:
                 device_class = parse_class(item)
             except ClaimError as error:

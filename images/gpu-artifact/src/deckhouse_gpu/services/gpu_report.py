@@ -18,6 +18,13 @@ from deckhouse_gpu.domain.allocation.selector_groups import SelectorGroups
 from deckhouse_gpu.domain.allocation.state import allocated_state
 from deckhouse_gpu.domain.report import capacity as capacity_report
 from deckhouse_gpu.domain.report.cards import CardRow, card_rows, counters_left
+from deckhouse_gpu.domain.report.class_devices import class_devices
+from deckhouse_gpu.domain.report.extended import (
+    extended_claim,
+    extended_requests,
+    gpu_classes,
+    resource_classes,
+)
 from deckhouse_gpu.domain.report.holders import claim_ref, device_index, holders
 from deckhouse_gpu.domain.report.pending import PodExplanation, explain_pod
 from deckhouse_gpu.domain.report.pod_claims import ALLOCATED, MISSING, pod_claims, pod_ref, template_names
@@ -74,7 +81,8 @@ def capacity(api: KubeAPI, only_class: str | None = None, only_node: str | None 
             raise InputError(f'node "{only_node}" not found')
     inventory = build_inventory(reads.slices())
     state = allocated_state(reads.claims(), semantics.consumable)
-    found = capacity_report.capacity(inventory, classes, state, semantics, nodes)
+    owners = gpu_classes(reads.device_class_objects())
+    found = capacity_report.capacity(inventory, classes, state, semantics, nodes, owners)
     names = sorted(n.name for n in nodes)
     return CapacityReport(semantics.version, found, names, [*problems, *inventory.problems, *state.problems])
 
@@ -85,17 +93,39 @@ def explain(api: KubeAPI, namespace: str, name: str) -> PodExplanation:
     phase = str((pod.get("status") or {}).get("phase") or "")
     if phase != "Pending":
         raise InputError(f"pod {pod_ref(pod)} is {phase or 'in no phase'}, not Pending: nothing to explain")
-    if not (pod.get("spec") or {}).get("resourceClaims"):
-        raise InputError(f"pod {pod_ref(pod)} has no resource claims: nothing to explain")
+    has_claims = bool((pod.get("spec") or {}).get("resourceClaims"))
+    # Extended resources (KEP-5004) are the main path: no claim exists until the scheduler has a
+    # node, so the classes behind the resource names say what the Pod asks for.
+    extended = extended_requests(pod, resource_classes(reads.device_class_objects()))
+    if not has_claims and not extended:
+        raise InputError(
+            f"pod {pod_ref(pod)} has no resource claims and asks for no extended resource of a "
+            "DeviceClass: nothing to explain"
+        )
     semantics = reads.semantics(strict=False)  # the scheduler's, whose decision is explained
     claims = reads.claims()
-    found = pod_claims(
-        pod, {claim_ref(c): c for c in claims}, reads.templates(namespace, template_names(pod))
-    )
+    by_ref = {claim_ref(c): c for c in claims}
+    found = pod_claims(pod, by_ref, reads.templates(namespace, template_names(pod))) if has_claims else []
+    from_resources = extended_claim(pod, extended, by_ref)
+    if from_resources is not None:
+        found.append(from_resources)
+    owners = gpu_classes(reads.device_class_objects())
     explanation = PodExplanation(
-        pod_ref(pod), phase, (pod.get("spec") or {}).get("nodeName"), found, problems=[]
+        pod_ref(pod),
+        phase,
+        (pod.get("spec") or {}).get("nodeName"),
+        found,
+        problems=[],
+        extended=extended,
+        gpu_classes=owners,
     )
     explanation.problems += [c.problem for c in found if c.state == MISSING and c.problem]
+    explanation.problems += [
+        f"extended resource {r.resource} of container {r.container}: no DeviceClass has "
+        f"spec.extendedResourceName {r.resource}, so nothing in the cluster gives it"
+        for r in extended
+        if r.device_class is None
+    ]
     classes, _ = reads.classes()
     inventory = build_inventory(reads.slices())
     state = allocated_state(claims, semantics.consumable)
@@ -108,13 +138,15 @@ def explain(api: KubeAPI, namespace: str, name: str) -> PodExplanation:
         except ClaimError as error:
             explanation.problems.append(str(error))
     matcher = CelMatcher(consumable_capacity=semantics.consumable)
-    _warm(matcher, parsed, inventory)
+    groups = _warm(matcher, parsed, inventory)
     allocator = Allocator(inventory, semantics, matcher)
     held = holders(claims, device_index(inventory))
+    asked = {a.device_class.name: a.device_class for c in parsed for r in c.requests for a in r.alternatives}
+    explanation.classes = class_devices(groups, inventory, [asked[n] for n in sorted(asked)], owners, held)
     return explain_pod(explanation, allocator, parsed, reads.nodes(), state, held)
 
 
-def _warm(matcher: CelMatcher, parsed: Sequence[Claim], inventory: Inventory) -> None:
+def _warm(matcher: CelMatcher, parsed: Sequence[Claim], inventory: Inventory) -> SelectorGroups:
     """Every request's selectors judged once per group of alike devices (``SelectorGroups``):
     explain judges each device of each node, which would otherwise evaluate them device by device."""
     selectors = [
@@ -127,3 +159,4 @@ def _warm(matcher: CelMatcher, parsed: Sequence[Claim], inventory: Inventory) ->
     devices = [device for item in inventory.slices for device in item.devices]
     for expressions in selectors:
         groups.warm(expressions, devices)
+    return groups

@@ -34,6 +34,8 @@ from deckhouse_gpu.domain.allocation.reasons import (
 from deckhouse_gpu.domain.allocation.search import Allocator
 from deckhouse_gpu.domain.allocation.search_pass import SearchPass
 from deckhouse_gpu.domain.allocation.state import AllocatedState
+from deckhouse_gpu.domain.report.class_devices import ClassDevices
+from deckhouse_gpu.domain.report.extended import ExtendedRequest
 from deckhouse_gpu.domain.report.holders import Holders
 from deckhouse_gpu.domain.report.pod_claims import ALLOCATED, PodClaim
 
@@ -182,6 +184,9 @@ class PodExplanation:
     claims: list[PodClaim]
     nodes: list[NodeVerdict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # what keeps the claims from any node
+    extended: list[ExtendedRequest] = field(default_factory=list)  # the containers' extended resources
+    classes: list[ClassDevices] = field(default_factory=list)  # of the requests left to allocate
+    gpu_classes: dict[str, str] = field(default_factory=dict)  # DeviceClass -> its GPUClass
 
     @property
     def fits_on(self) -> list[str]:
