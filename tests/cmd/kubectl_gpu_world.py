@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from deckhouse_gpu.cmd.kubectl_gpu import main
+from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_cluster import RESOURCES, GpuCluster
 
@@ -81,3 +82,29 @@ def world(tmp_path: Path) -> Iterator[World]:
     cluster = build()
     with FakeApiServer(cluster.kube, RESOURCES) as server:
         yield World(cluster, server, kubeconfig(tmp_path, server.url, namespace="ml"))
+
+
+def extended_pod(
+    cluster: GpuCluster, namespace: str, name: str, resources: dict[str, str], made: str | None = None
+) -> None:
+    """A Pending Pod whose container asks for extended resources (KEP-5004) and names no claim;
+    ``made``: the claim the scheduler already made for them (status.extendedResourceClaimStatus)."""
+    container = {"name": "app", "image": "cuda", "resources": {"limits": dict(resources)}}
+    body = {"metadata": {"name": name, "namespace": namespace}, "spec": {"containers": [container]}}
+    cluster.kube.create(PODS, body)
+    status: dict[str, object] = {"phase": "Pending"}
+    if made:
+        status["extendedResourceClaimStatus"] = {"resourceClaimName": made, "requestMappings": []}
+    cluster.kube.patch(PODS, name, {"status": status}, subresource="status", namespace=namespace)
+
+
+def own_by_gpu_class(cluster: GpuCluster, device_class: str, gpu_class: str | None = None) -> None:
+    """Makes the DeviceClass one a GPUClass generated: owned by it, as the GPUClass controller does."""
+    owner = {
+        "apiVersion": "gpu.deckhouse.io/v1alpha1",
+        "kind": "GPUClass",
+        "name": gpu_class or device_class,
+        "uid": "0b9f0c7e-0000-4000-8000-000000000001",
+        "controller": True,
+    }
+    cluster.kube.patch(DEVICE_CLASSES, device_class, {"metadata": {"ownerReferences": [owner]}})
