@@ -341,8 +341,9 @@ class RealCluster:
             )
             return process
 
-    def start_controller_manager(self) -> Process:
-        """kube-controller-manager: claims from templates, extended-resource claims, GC."""
+    def start_controller_manager(self, controllers: str = "*") -> Process:
+        """kube-controller-manager: claims from templates, extended-resource claims, GC.
+        ``controllers`` as its flag: ``*,-nodelifecycle`` keeps fake Nodes without a kubelet Ready."""
         with self._lock:
             name = "kube-controller-manager"
             if name in self.processes and self.processes[name].alive():
@@ -358,7 +359,7 @@ class RealCluster:
                     f"--authorization-kubeconfig={kubeconfig}",
                     "--bind-address=127.0.0.1",
                     f"--secure-port={free_port()}",
-                    "--controllers=*",
+                    f"--controllers={controllers}",
                     "--use-service-account-credentials=true",
                     f"--service-account-private-key-file={self.pki.sa_key}",
                     f"--root-ca-file={self.pki.ca}",

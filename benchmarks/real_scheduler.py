@@ -1,0 +1,281 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""What the real kube-scheduler pays for our offers (issue 32): real kube-apiserver and
+kube-scheduler binaries (testkit/real_cluster.py), N fake GPU nodes of 8 H100 each publishing the
+slices gpu-handler renders for them, P Pods each with one whole-card claim from a
+ResourceClaimTemplate (and a variant through the class's extended resource), per layout:
+
+- plain: whole cards, no MIG, no counters (what nodes labelled ``gpu.deckhouse.io/mig=false``
+  publish: "MIG off" renders exactly this),
+- default: every MIG profile and placement, with counters (the module's default),
+- 3 profiles: the layout under ``dra.migProfiles`` restricted to 1g.10gb, 3g.40gb and 7g.80gb,
+
+on 1.35, 1.36 and 1.36 with upstream PR #138917 (the change of 1.37). Figures: Pods bound per
+second of wall time and the scheduler process's CPU milliseconds per bound Pod, read from
+``/proc/<pid>/stat`` (user + system) between the first Pod's creation and the last binding, so
+other work on the machine does not count. Each run uses a fresh scheduler process and nodes of
+its own; the slices of the previous run are deleted first, so only this run's nodes publish.
+Ratios are to plain of the same scheduler and size.
+
+``python -m benchmarks.real_scheduler [--nodes 40,200] [--quick]``; ``make bench`` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deckhouse_gpu.domain.offers.card_offers import card_offers
+from deckhouse_gpu.domain.offers.model import OfferPolicy
+from deckhouse_gpu.domain.offers.slice_layout import render
+from testkit.gpu_objects import node_cards
+from testkit.real_cluster import ApiError, AssetsMissing, RealCluster, binaries, real_cluster
+
+CARDS = 8
+TOKEN = "nodetemplatex"
+NAMESPACE = "bench"
+CLASS = "bench-h100"
+EXTENDED = "gpu.deckhouse.io/bench-h100"
+RESTRICTED = frozenset(("1g.10gb", "3g.40gb", "7g.80gb"))
+LAYOUTS = {
+    "plain": OfferPolicy(mig=False),
+    "default": OfferPolicy(),
+    "3 profiles": OfferPolicy(mig_profiles=(("h100-sxm5-80gb", RESTRICTED),)),
+}
+# (version, scheduler binary, label)
+SCHEDULERS = (
+    ("1.35", "kube-scheduler", "1.35"),
+    ("1.36", "kube-scheduler", "1.36"),
+    ("1.36", "kube-scheduler-138917", "1.36+#138917"),
+)
+# Pods per run by node count: enough for a stable per-Pod figure, few enough that 1.35 at 200
+# nodes (seconds per Pod) finishes; a run also stops at LIMIT seconds and reports what was bound.
+PODS = {40: 40, 100: 20, 200: 12}
+LIMIT = 180.0
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Run:
+    scheduler: str
+    nodes: int
+    layout: str
+    variant: str
+    pods: int
+    bound: int
+    wall_s: float
+    cpu_ms: float
+
+    @property
+    def cpu_per_pod(self) -> float:
+        return self.cpu_ms / self.bound if self.bound else float("inf")
+
+    @property
+    def pods_per_s(self) -> float:
+        return self.bound / self.wall_s if self.wall_s else 0.0
+
+
+def cpu_ms(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / TICKS  # utime, stime
+
+
+def node_slices(policy: OfferPolicy, minor: int) -> str:
+    cards = node_cards(TOKEN, "h100-80gb", CARDS)
+    return json.dumps(render(TOKEN, [card_offers(card, policy) for card in cards], minor, 1, None))
+
+
+def node_object(name: str, run: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"bench-run": run, "kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "250"},
+            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "250"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
+        },
+    }
+
+
+def add_nodes(cluster: RealCluster, names: list[str], run: str) -> None:
+    def one(name: str) -> None:
+        node = node_object(name, run)
+        cluster.create(node)
+        # The status is a subresource: a Ready condition, and no not-ready taint (1.36 adds one
+        # at creation); merge patches, since the controller-manager writes Nodes too.
+        merge = "application/merge-patch+json"
+        cluster.request(
+            "PATCH", f"/api/v1/nodes/{name}/status", {"status": node["status"]}, content_type=merge
+        )
+        cluster.request("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": None}}, content_type=merge)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, names))
+
+
+def publish(cluster: RealCluster, template: str, names: list[str], run: str) -> int:
+    objects: list[dict[str, Any]] = []
+    for name in names:
+        for item in json.loads(template.replace(TOKEN, name)):
+            item["metadata"].setdefault("labels", {})["bench-run"] = run
+            item["metadata"].pop("ownerReferences", None)
+            objects.append(item)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(cluster.create, objects))
+    return len(objects)
+
+
+def clear(cluster: RealCluster) -> None:
+    """The previous run's slices and Nodes go, so only this run's nodes publish counters."""
+    cluster.request("DELETE", "/apis/resource.k8s.io/v1/resourceslices?labelSelector=bench-run")
+    cluster.request("DELETE", "/api/v1/nodes?labelSelector=bench-run")
+
+
+def setup_classes(cluster: RealCluster) -> None:
+    cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    # Pods wait for their namespace's default ServiceAccount, which the controller-manager makes.
+    cluster.wait_for(
+        lambda: cluster.get("v1", "ServiceAccount", "default", NAMESPACE), 60, "default ServiceAccount"
+    )
+    selector = 'device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
+    cluster.ensure(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": CLASS},
+            "spec": {"selectors": [{"cel": {"expression": selector}}], "extendedResourceName": EXTENDED},
+        }
+    )
+    cluster.ensure(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "whole", "namespace": NAMESPACE},
+            "spec": {
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}}
+            },
+        }
+    )
+
+
+def pod(name: str, run: str, variant: str) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "c", "image": "bench"}
+    spec: dict[str, Any] = {"containers": [container], "nodeSelector": {"bench-run": run}}
+    if variant == "extended resource":
+        container["resources"] = {"limits": {EXTENDED: "1"}}
+    else:
+        container["resources"] = {"claims": [{"name": "gpu"}]}
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "whole"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec,
+    }
+
+
+def bound(cluster: RealCluster, run: str) -> int:
+    pods = cluster.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=bench-run%3D{run}")
+    return sum(1 for item in pods["items"] if item["spec"].get("nodeName"))
+
+
+def measure(
+    cluster: RealCluster, binary: str, label: str, nodes: int, layout: str, variant: str, serial: int
+) -> Run:
+    run = f"r{serial}"
+    clear(cluster)
+    names = [f"{run}-gpu-{index:04d}" for index in range(nodes)]
+    add_nodes(cluster, names, run)
+    publish(cluster, node_slices(LAYOUTS[layout], 35), names, run)
+    scheduler = cluster.start_scheduler(binary, name=f"scheduler-{run}")
+    try:
+        time.sleep(3)  # the informers' first lists, not counted
+        pods = PODS.get(nodes, 10)
+        objects = [pod(f"{run}-p{index:03d}", run, variant) for index in range(pods)]
+        for item in objects:
+            item["metadata"]["labels"] = {"bench-run": run}
+        before, started = cpu_ms(scheduler.popen.pid), time.monotonic()
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(cluster.create, objects))
+        done = 0
+        while time.monotonic() - started < LIMIT:
+            done = bound(cluster, run)
+            if done == pods:
+                break
+            time.sleep(0.2)
+        wall, spent = time.monotonic() - started, cpu_ms(scheduler.popen.pid) - before
+    finally:
+        scheduler.stop()
+        cluster.processes.pop(f"scheduler-{run}", None)
+    return Run(label, nodes, layout, variant, pods, done, wall, spent)
+
+
+def report(runs: list[Run]) -> None:
+    print(
+        f"  {'scheduler':<14}{'nodes':>6}  {'layout':<11}{'variant':<19}{'bound':>7}"
+        f"{'pods/s':>9}{'CPU ms/pod':>12}{'x plain':>9}"
+    )
+    plain = {(r.scheduler, r.nodes, r.variant): r.cpu_per_pod for r in runs if r.layout == "plain"}
+    for r in runs:
+        base = plain.get((r.scheduler, r.nodes, r.variant))
+        ratio = f"{r.cpu_per_pod / base:8.1f}x" if base else "       -"
+        print(
+            f"  {r.scheduler:<14}{r.nodes:>6}  {r.layout:<11}{r.variant:<19}{r.bound:>3}/{r.pods:<3}"
+            f"{r.pods_per_s:>9.2f}{r.cpu_per_pod:>12.1f}{ratio}"
+        )
+
+
+def run(sizes: tuple[int, ...] = (40, 200), variants: tuple[str, ...] = ("claim template",)) -> list[Run]:
+    print(f"Real kube-scheduler: {CARDS} H100 per node, one whole card per Pod, CPU of the scheduler process")
+    runs: list[Run] = []
+    serial = 0
+    for version in sorted({version for version, _, _ in SCHEDULERS}):
+        try:
+            binaries(version, "kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
+        except AssetsMissing as missing:
+            print(f"  skipped: {missing}")
+            continue
+        with real_cluster(version) as cluster:
+            # Without the node lifecycle controller fake Nodes stay Ready without a kubelet.
+            cluster.start_controller_manager("*,-nodelifecycle")
+            setup_classes(cluster)
+            for wanted, binary, label in SCHEDULERS:
+                if wanted != version:
+                    continue
+                for nodes in sizes:
+                    for layout in LAYOUTS:
+                        for variant in variants:
+                            serial += 1
+                            try:
+                                result = measure(cluster, binary, label, nodes, layout, variant, serial)
+                            except (ApiError, TimeoutError, RuntimeError) as error:
+                                print(f"  {label} {nodes} {layout} {variant}: failed: {error}")
+                                continue
+                            runs.append(result)
+                            report([r for r in runs if r.scheduler == label and r.nodes == nodes][-1:])
+    print()
+    report(runs)
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", default="40,200", help="comma-separated node counts")
+    parser.add_argument(
+        "--extended", action="store_true", help="also Pods asking through the extended resource"
+    )
+    args = parser.parse_args()
+    variants = ("claim template", "extended resource") if args.extended else ("claim template",)
+    run(tuple(int(n) for n in args.nodes.split(",")), variants)
+
+
+if __name__ == "__main__":
+    main()
