@@ -118,6 +118,15 @@ def test_a_token_file_missing_at_a_401_keeps_the_token_held(account) -> None:
     assert callers(server) == ["gpu-handler", "gpu-handler"]
 
 
+def test_a_token_file_gone_when_its_minute_is_up_fails_the_request_clearly(account, monkeypatch) -> None:
+    _, directory, env = account
+    kube = ClientKube(in_cluster_transport(env, directory))
+    (directory / "token").unlink()
+    a_minute_later(monkeypatch)
+    with pytest.raises(Unavailable, match="cannot load the credentials"):
+        kube.list(NODES)
+
+
 def test_outside_a_pod_it_says_what_is_missing(tmp_path: Path) -> None:
     with pytest.raises(InClusterConfigError, match="KUBERNETES_SERVICE_HOST/PORT are not set"):
         in_cluster_transport({}, tmp_path)

@@ -135,14 +135,19 @@ class ClientTransport:
         body: Object | None,
         timeout: tuple[float, float],
     ) -> ClientResponse:
-        request = self._api.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=list(query),
-            header_params=dict(headers),
-            body=body,
-            auth_settings=["BearerToken"],
-        )
+        try:
+            # The credentials are refreshed here (the configuration's hook): the token file re-read,
+            # an exec plugin run again.
+            request = self._api.param_serialize(
+                method=method,
+                resource_path=path,
+                query_params=list(query),
+                header_params=dict(headers),
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+        except (ConfigException, OSError) as error:
+            raise Unavailable(f"{method} {path}: cannot load the credentials: {error}") from error
         try:
             response: BaseHTTPResponse = self._api.call_api(*request, _request_timeout=timeout).response
         except (urllib3.exceptions.HTTPError, OSError) as error:  # refused, reset, timed out
