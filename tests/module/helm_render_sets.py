@@ -12,7 +12,9 @@ import base64
 from typing import Any
 
 import pytest
+from deckhouse import hook
 
+from tests.hooks.conftest import load_hook
 from tests.support.helm_chart import Rendered, render
 from tests.support.module_values import module_values
 
@@ -30,6 +32,56 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
     ),
 }
 RENDERED = {name: render(values) for name, values in VALUE_SETS.items()}
+
+
+# The cluster sizes the chart is rendered for: the values the gpu_node_labels hook writes for them.
+GPU_NODE_COUNTS = (0, 1, 2, 500)
+_NODE_LABELS_HOOK = load_hook("gpu_node_labels")
+
+
+def gpu_cluster(gpu_nodes: int) -> dict[str, list[Any]]:
+    """Snapshots as shell-operator hands them to the hook: GPU nodes with ready cards, CPU nodes."""
+    gpus = [
+        {"filterResult": {"node": f"gpu-{index}", "driverReady": "True"}}
+        for index in range(gpu_nodes)
+        for _card in range(2)
+    ]
+    nodes = [{"filterResult": {"name": f"gpu-{index}", "labels": {}}} for index in range(gpu_nodes)]
+    nodes += [{"filterResult": {"name": f"cpu-{index}", "labels": {}}} for index in range(3)]
+    return {"physical_gpus": gpus, "nodes": nodes}
+
+
+def node_labels_hook_run(gpu_nodes: int) -> Any:
+    context = [{"binding": "main", "type": "Group", "snapshots": gpu_cluster(gpu_nodes)}]
+    return hook.testrun(_NODE_LABELS_HOOK.main, binding_context=context, initial_values=module_values())
+
+
+def apply_values_patches(values: dict[str, Any], patches: list[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON patches a hook returns, applied as addon-operator does (add/replace/remove)."""
+    for patch in patches:
+        *parents, last = [part for part in patch["path"].split("/") if part]
+        target = values
+        for part in parents:
+            target = target.setdefault(part, {})
+        if patch["op"] == "remove":
+            target.pop(last, None)
+        else:
+            target[last] = patch["value"]
+    return values
+
+
+def render_for_gpu_nodes(gpu_nodes: int) -> Rendered:
+    """The chart as Deckhouse renders it for a cluster of ``gpu_nodes`` GPU nodes (and 3 CPU
+    nodes): whatever the hook writes into the values goes into the render."""
+    out = node_labels_hook_run(gpu_nodes)
+    return render(apply_values_patches(module_values(), out.values_patches.data))
+
+
+def with_webhook_values() -> dict[str, Any]:
+    """The defaults once the webhook certificate hook has run: the webhook and its Secret render."""
+    values = module_values()
+    values["gpu"]["internal"]["webhookCert"] = {"ca": "CA PEM", "crt": "CRT PEM", "key": "KEY PEM"}
+    return values
 
 
 def every(check_name: str) -> list[Any]:
