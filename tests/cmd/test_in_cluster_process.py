@@ -24,7 +24,7 @@ from testkit.fake_apiserver import FakeApiServer
 from testkit.in_cluster import launcher_argv, service_account
 from testkit.waiting import free_port, wait_for
 from tests.adapters.admission_tls import issue
-from tests.cmd.test_node_agent_process import readyz
+from tests.cmd.test_node_agent_process import START_SECONDS, readyz
 
 CARD = "w1-0000-17-00-0"
 
@@ -64,23 +64,23 @@ def test_the_agent_runs_on_its_service_account_and_follows_a_rotated_token(host:
         env=env,
     )
     try:
-        wait_for(lambda: readyz(port) == 200)
+        wait_for(lambda: readyz(port) == 200, timeout=START_SECONDS)
         assert server.kube.get(PHYSICAL_GPUS, CARD)["status"]["pciInfo"]["address"] == "0000:17:00.0"
         assert set(tokens(server)) == {"gpu-node-agent"}
 
         # The kubelet writes a new token and the old one expires: the server refuses it from now on.
         (account / "token").write_text("gpu-node-agent-rotated")
         server.revoke("gpu-node-agent")
-        wait_for(lambda: "gpu-node-agent-rotated" in tokens(server))
+        wait_for(lambda: "gpu-node-agent-rotated" in tokens(server), timeout=15)
 
         # Later requests carry the new token: a card deleted now is written back with it.
         seen = len(server.requests)
         server.kube.delete(PHYSICAL_GPUS, CARD)
-        wait_for(lambda: any(o["metadata"]["name"] == CARD for o in server.kube.list(PHYSICAL_GPUS).items))
+        wait_for(lambda: CARD in {o["metadata"]["name"] for o in server.kube.list(PHYSICAL_GPUS).items}, 15)
         later = server.requests[seen:]
         assert any(request.method == "POST" for request in later)
         assert {token for token in tokens(server)[seen:]} == {"gpu-node-agent-rotated"}
-        wait_for(lambda: readyz(port) == 200)
+        wait_for(lambda: readyz(port) == 200, timeout=15)
     finally:
         agent.send_signal(signal.SIGTERM)
         _, stderr = agent.communicate(timeout=10)

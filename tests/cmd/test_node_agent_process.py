@@ -22,6 +22,9 @@ from testkit.fake_apiserver import FakeApiServer
 from testkit.kubeconfig import write_kubeconfig
 from testkit.waiting import free_port, wait_for
 
+# A process's cold start (the kubernetes client's import among it) takes seconds on a loaded machine.
+START_SECONDS = 30.0
+
 
 def readyz(port: int) -> int:
     try:
@@ -60,7 +63,7 @@ def test_agent_process_inventories_recreates_and_stops_cleanly(host, server, tmp
     port, metrics_port = free_port(), free_port()
     agent = start_agent(host, server, tmp_path, port, metrics_port)
     try:
-        wait_for(lambda: readyz(port) == 200)
+        wait_for(lambda: readyz(port) == 200, timeout=START_SECONDS)
         names = {o["metadata"]["name"] for o in server.kube.list(PHYSICAL_GPUS).items}
         assert names == {"w1-0000-17-00-0", "w1-0000-31-00-0"}
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=1) as response:
@@ -98,7 +101,7 @@ def test_agent_is_unready_while_the_api_fails(host, server, tmp_path):
     port = free_port()
     agent = start_agent(host, server, tmp_path, port)
     try:
-        wait_for(lambda: readyz(port) == 503)
+        wait_for(lambda: readyz(port) == 503, timeout=START_SECONDS)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as response:
             assert response.status == 200  # failing for seconds, not minutes: no restart yet
     finally:
