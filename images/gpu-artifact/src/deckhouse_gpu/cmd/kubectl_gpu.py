@@ -111,7 +111,7 @@ def run(
         found = gpu_report.capacity(api, args.device_class, args.node)
         document, answer = data.capacity_data(found), any(e.total or e.unlimited for e in found.classes)
         every = bool(getattr(args, "all_classes", False)) or args.device_class is not None
-        show = functools.partial(tables.capacity_table, found, paint, output == "wide", every)
+        show = functools.partial(tables.capacity_table, found, paint, output == "wide", every, args.node)
     else:
         explanation = gpu_report.explain(api, getattr(args, "namespace", None) or namespace, args.pod)
         document, answer = data.explanation_data(explanation), explanation.placeable

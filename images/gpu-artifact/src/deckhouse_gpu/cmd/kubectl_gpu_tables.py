@@ -98,21 +98,24 @@ def status_table(report: StatusReport, paint: Paint, wide: bool) -> str:
     return table(rows, paint, codes)
 
 
-def _unmatched(hidden: Sequence[ClassCapacity]) -> str:
+def _unmatched(hidden: Sequence[ClassCapacity], node: str | None) -> str:
     """One line for the classes that select no device, instead of a row of zeros each."""
     names = [entry.device_class for entry in hidden]
     what = "class selects" if len(names) == 1 else "classes select"
-    return f"{len(names)} more {what} no device in the cluster: {some(names)} (--all lists them)."
+    where = f"on node {node}" if node else "in the cluster"
+    return f"{len(names)} more {what} no device {where}: {some(names)} (--all lists them)."
 
 
-def capacity_table(report: CapacityReport, paint: Paint, wide: bool, every: bool = False) -> str:
+def capacity_table(
+    report: CapacityReport, paint: Paint, wide: bool, every: bool = False, only_node: str | None = None
+) -> str:
     """``every``: a row for each class; otherwise classes that select no device at all are summed
     up in one line (a cluster has tens of classes for the models it does not have)."""
     if not report.classes:
         return "No DeviceClasses found."
     shown = [e for e in report.classes if every or e.devices or e.total or e.unlimited or e.errors]
     hidden = [e for e in report.classes if e not in shown]
-    notes = [_unmatched(hidden)] if hidden else []
+    notes = [_unmatched(hidden, only_node)] if hidden else []
     if not shown:
         return "\n".join(notes)
     if wide:
