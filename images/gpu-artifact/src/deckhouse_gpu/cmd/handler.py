@@ -25,7 +25,6 @@ from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
 from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
 from deckhouse_gpu.adapters.health_server import serve_health
-from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
 from deckhouse_gpu.adapters.metered_ports import MeteredNVML
 from deckhouse_gpu.adapters.metrics_server import serve_metrics
 from deckhouse_gpu.cmd import driver_validator, k8s_version
@@ -258,6 +257,10 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
             prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
         except Exception:  # the kubelet's next call rolls back its own claim; keep serving
             log.exception("start-up cleanup failed; continuing")
+        # grpcio only where the kubelet's sockets are served: the validate-driver DaemonSet and the
+        # prestart init container run this command on every GPU node too, and do without it.
+        from deckhouse_gpu.adapters.kubelet_grpc import start_plugin  # noqa: PLC0415
+
         plugin = start_plugin(prepare, paths, health=device_health)
         start_daemon_keeper(prepare, stop, MPS_KEEPER_SECONDS)
     stop_on_signals(stop, loop.wake)
