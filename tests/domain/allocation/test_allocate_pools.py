@@ -129,3 +129,17 @@ def test_per_device_node_selection_needs_partitionable_devices() -> None:
     assert World(slices).devices(claim_object("c", exactly("gpu"))) == [["b"]]
     off = Semantics(partitionable=False)
     assert World(slices, semantics=off).devices(claim_object("c", exactly("gpu"))) is None
+
+
+@pytest.mark.parametrize(("version", "expected"), [("1.34", [["p"]]), ("1.35", [["p"]]), ("1.36", [["d"]])])
+def test_136_searches_a_pools_slices_in_name_order(version: str, expected: object) -> None:
+    """1.36 sorts a pool's slices by name (kubernetes/kubernetes #136641), so the module's
+    "devices-0" slice comes before "partitionable-0" whatever order the slices are given in; 1.34
+    and 1.35 have no order of their own (the informer's), and ours is the order given. Found by
+    tests/real/test_allocator_vs_scheduler.py."""
+    slices = [
+        resource_slice("n1-partitionable-0", gpus("p"), count=2),
+        resource_slice("n1-devices-0", gpus("d"), count=2),
+    ]
+    world = World(slices, semantics=Semantics(version))
+    assert world.devices(claim_object("c", exactly("gpu"))) == expected

@@ -81,3 +81,15 @@ def test_an_untolerated_taint_moves_the_claim_to_an_untainted_device() -> None:
     world = World([resource_slice("s", [device("a", taints=[UNHEALTHY]), device("b")])])
     assert world.devices(claim_object("c", exactly("gpu"))) == [["b"]]
     assert world.devices(claim_object("d", exactly("gpu"))) is None  # a is left, and tainted
+
+
+def test_the_134_scheduler_copies_no_tolerations_into_the_result() -> None:
+    """Seen on kube-scheduler 1.34.9 (tests/real/test_allocator_vs_scheduler.py): the device is
+    allocated under the toleration, but its result carries none; 1.35 copies them."""
+    slices = [resource_slice("s", [device("a", taints=[UNHEALTHY])])]
+    claim = claim_object("c", exactly("gpu", tolerations=[{"operator": "Exists"}]))
+    (result,) = World(slices, semantics=V134).allocate(claim).allocations[0]["devices"]["results"]  # type: ignore[index]
+    assert result["device"] == "a"
+    assert "tolerations" not in result
+    (result,) = World(slices, semantics=V135).allocate(claim).allocations[0]["devices"]["results"]  # type: ignore[index]
+    assert result["tolerations"] == [{"operator": "Exists"}]

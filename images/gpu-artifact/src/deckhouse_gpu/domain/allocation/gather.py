@@ -112,6 +112,8 @@ def gather(inventory: Inventory, node: Node, semantics: Semantics) -> Gathered:
     gathered = Gathered()
     for key in sorted(matched):
         on_node = matched[key]
+        if semantics.slices_by_name:
+            on_node = sorted(on_node, key=lambda item: item.name)
         pool: Pool | None
         if not semantics.pool_counters:
             pool = _pool_134(key, on_node, node, semantics)

@@ -90,7 +90,7 @@ def allocation_result(
         }
         if item.alternative.admin_access:
             result["adminAccess"] = True
-        if item.alternative.tolerations:
+        if item.alternative.tolerations and semantics.result_tolerations:
             result["tolerations"] = [t.raw() for t in item.alternative.tolerations]
         if item.share_id is not None:
             result["shareID"] = item.share_id

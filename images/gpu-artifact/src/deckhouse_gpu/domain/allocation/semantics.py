@@ -43,6 +43,19 @@ class Semantics:
             raise ValueError(f"Kubernetes version {self.version!r}: one of {', '.join(VERSIONS)}")
 
     @property
+    def slices_by_name(self) -> bool:
+        """A pool's slices are searched in name order (1.36, kubernetes/kubernetes #136641); 1.34
+        and 1.35 take them in the informer's order, which is none in particular, and so ours is
+        the order given."""
+        return self.version not in ("1.34", "1.35")
+
+    @property
+    def result_tolerations(self) -> bool:
+        """A result carries its request's tolerations; the 1.34 scheduler writes none (seen on
+        1.34.9 by tests/real/test_allocator_vs_scheduler.py)."""
+        return self.version != "1.34"
+
+    @property
     def pool_counters(self) -> bool:
         """Counters are shared per pool (1.35) instead of per slice (1.34)."""
         return self.version != "1.34"
