@@ -64,7 +64,7 @@ def bench_snapshot(host: HostBuilder) -> None:
 
 
 def bench_process(host: HostBuilder, workdir: Path) -> None:
-    print("gpu-handler process (run --nvml-sim, real client, local fake API server; target RSS < 45 MiB)")
+    print("gpu-handler process (run --nvml-sim, real client, local fake API server; target RSS ≤ 60 MiB)")
     with pod_api_server(workdir) as pod:
         if pod is not None:
             server, ca, env = pod
