@@ -81,7 +81,8 @@ class HandlerProcess:
         return self.popen.poll() is None
 
     def command(self, line: str) -> None:
-        assert self.popen.stdin is not None and self.popen.stdout is not None
+        assert self.popen.stdin is not None
+        assert self.popen.stdout is not None
         self.popen.stdin.write(line + "\n")
         self.popen.stdin.flush()
         answer = self.popen.stdout.readline().strip()
@@ -171,9 +172,23 @@ class HandlerNode:
         link = self.host_root / str(self.kubelet.root).lstrip("/")
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(self.kubelet.root)
+        self._give_ephemeral_storage()
         self._install()
         self.start_handler()
         return self
+
+    def _give_ephemeral_storage(self) -> None:
+        """The test kubelet runs without local storage capacity isolation (these machines), so its
+        Node has no ephemeral-storage and it rejects at admission every Pod that requests some, as
+        the MPS daemon Pods do (50Mi). The kubelet admits against the Node it reads from the API
+        and keeps what it does not manage there: the Node is given the storage a real one has."""
+        storage = {"ephemeral-storage": "100Gi"}
+        self.cluster.request(
+            "PATCH",
+            f"/api/v1/nodes/{self.node}/status",
+            {"status": {"capacity": storage, "allocatable": storage}},
+            content_type="application/merge-patch+json",
+        )
 
     def _install(self) -> None:
         cluster = self.cluster
@@ -293,8 +308,15 @@ class HandlerNode:
         return {d["name"] for s in self.slices() for d in s["spec"].get("devices") or []}
 
     def wait(self, check: Callable[[], Any], timeout: float, what: str) -> Any:
+        """``check``'s first truthy answer; fails at once, with the logs, if the handler died."""
+
+        def checked() -> Any:
+            if self.handler is not None and not self.handler.alive():
+                raise AssertionError(f"{what}: gpu-handler exited\n{self.failure_context()}")
+            return check()
+
         try:
-            return self.cluster.wait_for(check, timeout, what)
+            return self.cluster.wait_for(checked, timeout, what)
         except TimeoutError as error:
             raise AssertionError(f"{error}\n{self.failure_context()}") from None
 
@@ -309,8 +331,11 @@ class HandlerNode:
         selector: str | None = None,
         share: int | None = None,
         config: Mapping[str, Any] | None = None,
+        tolerations: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         exactly: dict[str, Any] = {"deviceClassName": device_class, "count": count}
+        if tolerations:
+            exactly["tolerations"] = tolerations
         if selector:
             exactly["selectors"] = [{"cel": {"expression": selector}}]
         if share is not None:
