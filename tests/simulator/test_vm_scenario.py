@@ -20,6 +20,7 @@ import pytest
 
 from deckhouse_gpu.adapters.sim.scenario import load_scenario
 from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from deckhouse_gpu.simulator.cli import main
 from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE
@@ -28,6 +29,7 @@ from deckhouse_gpu.simulator.vfio import PLUGIN_DIR
 
 NODE, A100, AUDIO, A30 = "worker-1", "0000:3b:00.0", "0000:3b:00.1", "0000:5e:00.0"
 WAIT = 30.0
+GPUCLASS_STEPS = 3  # the scenario opens with the GPUClass flow of a Deckhouse VM (issue 31)
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +39,11 @@ def cluster() -> Iterator[SimulatedCluster]:
 
 
 def step(cluster: SimulatedCluster, index: int) -> list[str]:
+    """The index-th step after the GPUClass flow; those are run_gpuclass_flow's."""
+    return run(cluster, GPUCLASS_STEPS + index)
+
+
+def run(cluster: SimulatedCluster, index: int) -> list[str]:
     cluster.apply(cluster.scenario.steps[index])
     cluster.settle()
     return cluster.report
@@ -74,6 +81,45 @@ def until(condition: Any, what: str) -> None:
 
 def uid(cluster: SimulatedCluster, name: str) -> str:
     return str(cluster.api.get(RESOURCE_CLAIMS, name, namespace=CLAIM_NAMESPACE)["metadata"]["uid"])
+
+
+def test_a_deckhouse_vm_gets_its_card_through_a_gpu_class(cluster: SimulatedCluster) -> None:
+    until(lambda: "gpu-0000-3b-00-0-mig-1g-5gb-0" in offers(cluster), "the A100's MIG offers published")
+    report = run(cluster, 0)
+    assert (
+        "  GPUClass a100-vm: Ready=True (DeviceClassReady): DeviceClass a100-vm selects 1 devices on 1 nodes"
+        in report
+    )
+    vfio = '{"apiVersion":"resource.gpu.deckhouse.io/v1alpha1","kind":"VfioDeviceConfig"}'
+    assert f"    config: {vfio}" in report
+    assert cluster.api.get(DEVICE_CLASSES, "a100-vm")["metadata"]["ownerReferences"][0]["kind"] == "GPUClass"
+
+    report = run(cluster, 1)
+    assert "  gpu-dra-controller's webhook: allowed" in report
+    claim = "virt-launcher-vm-0-q8r5t-gpu-0-x9q2w"
+    assert (
+        f"  gpu-dra-controller allocated {claim}: gpu-0000-3b-00-0 (config from FromClaim, FromClass)"
+        in report
+    )
+    assert (driver(cluster, A100), driver(cluster, AUDIO)) == ("vfio-pci", "vfio-pci")
+    claim_uid = uid(cluster, claim)
+    root = cluster.nodes[NODE].builder.root
+    spec = json.loads((root / "etc/cdi" / claim_spec_file(claim_uid)).read_text())
+    edits = spec["devices"][0]["containerEdits"]
+    assert [n["path"] for n in edits["deviceNodes"]] == ["/dev/vfio/vfio", "/dev/vfio/30"]
+    metadata = root / PLUGIN_DIR.lstrip("/") / "dra-device-metadata" / claim_uid / "gpu-0" / "metadata.json"
+    document, _ = json.JSONDecoder().raw_decode(metadata.read_text())
+    (device,) = document["requests"][0]["devices"]
+    assert device["attributes"]["resource.kubernetes.io/pciBusID"] == {"string": A100}
+    assert document["podClaimName"] == "gpu-0"
+    assert any(line.endswith(f"resource.kubernetes.io/pciBusID={A100}") for line in report)
+
+    report = run(cluster, 2)
+    assert f"  unprepared {claim}" in report
+    assert f"  device metadata of {claim}: removed" in report
+    assert (driver(cluster, A100), driver(cluster, AUDIO)) == ("nvidia", "snd_hda_intel")
+    assert not metadata.exists()
+    assert cluster.api.list(RESOURCE_CLAIMS, namespace=CLAIM_NAMESPACE).items == []
 
 
 def test_the_vm_scenario_step_by_step(cluster: SimulatedCluster) -> None:
@@ -117,8 +163,16 @@ def test_make_demo_with_the_vm_scenario_shows_the_card_going_and_coming_back() -
     out = io.StringIO()
     assert main(["--scenario", "vm"], out=out) == 0
     sections = out.getvalue().split("\nStep ")
-    assert len(sections) == 1 + 5
-    passed, on_vm, _, busy, back = sections[1:]
+    assert len(sections) == 1 + GPUCLASS_STEPS + 5
+    ready, vm_pod, released, passed, on_vm, _, busy, back = sections[1:]
+    assert "GPUClass a100-vm: Ready=True (DeviceClassReady)" in ready
+    assert "DeviceClass a100-vm generated, owned by GPUClass a100-vm" in ready
+    assert (
+        "the VM module's ResourceClaimTemplate demo/vm-0-0-5f1c9a2e: request gpu-0: exactly a100-vm" in vm_pod
+    )
+    assert "device nodes /dev/vfio/vfio, /dev/vfio/30" in vm_pod
+    assert f"resource.kubernetes.io/pciBusID={A100}" in vm_pod
+    assert f"{A100}: IOMMU group 30: {A100} nvidia, {AUDIO} snd_hda_intel" in released
     assert "device nodes /dev/vfio/vfio, /dev/vfio/30" in passed
     assert "CDI common edits: none (no driver mounts, hooks or env)" in passed
     assert f"{A100}: IOMMU group 30: {A100} vfio-pci, {AUDIO} vfio-pci; PhysicalGPU driverType VFIO" in passed

@@ -27,7 +27,7 @@ def _ensure_class(api: KubeAPI, name: str, selector: str | None) -> None:
         )
 
 
-def _failures(api: KubeAPI, claim: str) -> list[str]:
+def failures(api: KubeAPI, claim: str) -> list[str]:
     return [
         str(e.get("message"))
         for e in api.list(EVENTS, namespace=CLAIM_NAMESPACE).items
@@ -65,7 +65,7 @@ def pod_on_node(api: KubeAPI, node: str, args: dict[str, Any]) -> list[str]:
         if allocation:
             devices = ", ".join(r["device"] for r in allocation["devices"]["results"])
             return [f"  gpu-dra-controller allocated claim {name} on {node}: {devices}"]
-        failed = _failures(api, name)
+        failed = failures(api, name)
         if failed:
             return [f"  gpu-dra-controller could not allocate claim {name}: {failed[0]}"]
         time.sleep(0.01)

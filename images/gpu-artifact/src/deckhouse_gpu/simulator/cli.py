@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             seconds = cluster.settle()
             for line in cluster.report:
                 print(line, file=out)
-            if step.kind in ("prepareClaim", "unprepareClaim") and step.args.get("node") in cluster.nodes:
+            kubelet_steps = ("prepareClaim", "unprepareClaim", "vmPod", "deletePod")
+            if step.kind in kubelet_steps and step.args.get("node") in cluster.nodes:
                 for line in step_lines(endpoints, cluster.nodes[str(step.args["node"])]):
                     print(line, file=out)
             show_events(new_events(cluster, seen), out)

@@ -25,7 +25,15 @@ from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
 from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
 from deckhouse_gpu.domain.inventory.xid import classify
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES, NotFound
+from deckhouse_gpu.ports.kube import (
+    EVENTS,
+    NODES,
+    PHYSICAL_GPUS,
+    PODS,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    NotFound,
+)
 from deckhouse_gpu.services.dra_controller import DraControllerSettings
 from deckhouse_gpu.services.gpu_controller import ControllerSettings
 from deckhouse_gpu.simulator.allocation import pod_on_node
@@ -34,6 +42,7 @@ from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE, allocate, claim_ref
 from deckhouse_gpu.simulator.sharing import cards_of_claim, describe_cards
 from deckhouse_gpu.simulator.vfio import describe_cards as vfio_cards
 from deckhouse_gpu.simulator.vfio import describe_payload
+from deckhouse_gpu.simulator.vm_claims import delete_pod, describe_metadata, gpu_class, vm_pod
 
 SETTLE_TIMEOUT = 60.0  # only a stuck world waits this long; a loaded CI machine can take over 15 s
 QUIET_SECONDS = 0.3  # no API write and every loop idle for this long: the world has settled
@@ -101,6 +110,8 @@ class SimulatedCluster:
             time.sleep(float(args["seconds"]))
         elif step.kind == "deleteObject":
             self.api.delete(PHYSICAL_GPUS, str(args["name"]))
+        elif step.kind == "gpuClass":
+            self.report = gpu_class(self.api, args)
         else:
             self._apply_to_node(step.kind, self._node(str(args.get("node"))), args)
 
@@ -130,6 +141,10 @@ class SimulatedCluster:
             self.report = self._kubelet(kind, node, args)
         elif kind == "podOnNode":
             self.report = pod_on_node(self.api, node.spec.name, args)
+        elif kind == "vmPod":
+            self.report = self._vm_pod(node, args)
+        elif kind == "deletePod":
+            self.report = self._delete_pod(node, str(args["name"]))
         elif kind == "setBusy":
             pids = tuple(int(pid) for pid in args.get("pids") or [])
             node.nvml.set_busy(address, bool(pids), pids)
@@ -187,6 +202,30 @@ class SimulatedCluster:
             ]
         cards = cards_of_claim(claim, node.settings.modes)  # the NVML library may be broken now
         return lines + describe_cards(self.api, node.spec.name, node.settings, cards)
+
+    def _vm_pod(self, node: SimulatedNode, args: dict[str, Any]) -> list[str]:
+        """The VM module's claim and KubeVirt's launcher Pod, allocated, then what the kubelet does
+        before the Pod's containers start: the claim prepared, with its device metadata."""
+        lines, claim = vm_pod(self.api, node.spec.name, args)
+        if claim is None or not (
+            self.api.get(RESOURCE_CLAIMS, claim, namespace=CLAIM_NAMESPACE).get("status") or {}
+        ).get("allocation"):
+            return lines
+        prepared = self._kubelet("prepareClaim", node, {"name": claim})
+        uid = claim_ref(self.api, claim).uid
+        return [*lines, *prepared, *describe_metadata(node.builder.root, uid)]
+
+    def _delete_pod(self, node: SimulatedNode, name: str) -> list[str]:
+        """The kubelet stops the Pod and unprepares its claims; then the Pod and its claims go."""
+        pod = self.api.get(PODS, name, namespace=CLAIM_NAMESPACE)
+        lines = []
+        for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+            claim = str(entry["resourceClaimName"])
+            uid = claim_ref(self.api, claim).uid
+            lines += self._kubelet("unprepareClaim", node, {"name": claim})
+            left = describe_metadata(node.builder.root, uid)
+            lines.append(f"  device metadata of {claim}: {'still there' if left else 'removed'}")
+        return [*lines, delete_pod(self.api, name)]
 
     def _node(self, name: str) -> SimulatedNode:
         if name not in self.nodes:

@@ -34,6 +34,9 @@ STEP_KINDS = (
     "setValidator",
     "labelNode",
     "podOnNode",
+    "gpuClass",
+    "vmPod",
+    "deletePod",
     "setBusy",
     "xid",
     "prepareClaim",
@@ -231,6 +234,14 @@ def _step(scenario: str, index: int, raw: Any) -> Step:
         and step.args["xid"] > 0
     ):
         raise ScenarioError(f"{where}: xid needs the card's address and the Xid number (xid: 79)")
+    if step.kind == "gpuClass" and not (
+        isinstance(step.args.get("name"), str) and isinstance(step.args.get("spec"), dict)
+    ):
+        raise ScenarioError(f"{where}: gpuClass needs the class's name and its spec")
+    if step.kind == "vmPod" and not all(isinstance(step.args.get(k), str) for k in ("vm", "gpuClass", "pod")):
+        raise ScenarioError(f"{where}: vmPod needs the VM's name, its gpuClass and the launcher pod's name")
+    if step.kind == "deletePod" and not isinstance(step.args.get("name"), str):
+        raise ScenarioError(f"{where}: deletePod needs the pod's name")
     if step.kind == "wait" and not isinstance(step.args.get("seconds"), int | float):
         raise ScenarioError(f"{where}: wait needs seconds")
     return step
