@@ -16,6 +16,7 @@ from lib.gpu_node_labels import (
     PHYSICAL_GPU_FILTER,
     LabelPatch,
     label_patches,
+    mig_capable_nodes,
     removal_patches,
 )
 
@@ -60,7 +61,13 @@ def main(ctx: Any) -> None:
         _apply(ctx, removal_patches(nodes))
         return
     settings = ctx.values.get(MODULE) or {}
-    _apply(ctx, label_patches(ctx.snapshots.get("physical_gpus", []), nodes, settings))
+    gpus = ctx.snapshots.get("physical_gpus", [])
+    _apply(ctx, label_patches(gpus, nodes, settings))
+    # dra.migOffers Auto decides on this count (derive_settings); a change re-renders the module.
+    count = mig_capable_nodes(gpus, nodes, settings)
+    if (settings.get("internal") or {}).get("migCapableNodes", 0) != count:
+        settings.setdefault("internal", {})["migCapableNodes"] = count
+        ctx.values[MODULE] = settings
 
 
 if __name__ == "__main__":

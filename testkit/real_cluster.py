@@ -622,7 +622,7 @@ class Clusters:
     """One cluster per version for a test run, started on first use, stopped at the end."""
 
     def __init__(self, base: Path | None = None) -> None:
-        self._base = base
+        self._base = base or Path(tempfile.mkdtemp(prefix="gpu-real-"))
         self._clusters: dict[str, RealCluster] = {}
         self._failed: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -632,8 +632,7 @@ class Clusters:
             if version in self._failed:
                 raise RuntimeError(self._failed[version])
             if version not in self._clusters:
-                base = self._base or Path(tempfile.mkdtemp(prefix="gpu-real-"))
-                workdir = base / f"v{version}"
+                workdir = self._base / f"v{version}"
                 workdir.mkdir(parents=True, exist_ok=True)
                 cluster = RealCluster(version, workdir)
                 try:
@@ -653,6 +652,7 @@ class Clusters:
             for cluster in self._clusters.values():
                 cluster.stop()
             self._clusters.clear()
+            shutil.rmtree(self._base, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ LABEL_VALUE = "true"
 # What the hook's kubernetes bindings keep of each object (jq, run by shell-operator).
 PHYSICAL_GPU_FILTER = (
     "{node: .status.nodeInfo.nodeName, "
+    "migSupported: (.status.capabilities.nvidia.migSupported // false), "
     'driverReady: ([.status.conditions[]? | select(.type == "DriverReady") | .status][0] // "Unknown")}'
 )
 NODE_FILTER = "{name: .metadata.name, labels: (.metadata.labels // {})}"
@@ -83,6 +84,17 @@ def ready_gpu_nodes(gpus: Iterable[Any]) -> set[str]:
         for gpu in _results(gpus)
         if isinstance(node := gpu.get("node"), str) and node and gpu.get("driverReady") == "True"
     }
+
+
+def mig_capable_nodes(gpus: Iterable[Any], nodes: Iterable[Any], settings: Mapping[str, Any]) -> int:
+    """Managed nodes with a MIG-capable card: the nodes that may publish counters, which is what
+    a 1.34-1.36 scheduler pays for on every Pod (dra.migOffers Auto, lib/settings.py)."""
+    capable = {
+        node
+        for gpu in _results(gpus)
+        if isinstance(node := gpu.get("node"), str) and node and gpu.get("migSupported") is True
+    }
+    return len(capable & _managed(_nodes(nodes), settings))
 
 
 def _managed(by_name: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> set[str]:

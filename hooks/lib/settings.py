@@ -54,6 +54,42 @@ def driver_root_mount(root: str) -> dict[str, str]:
     }
 
 
+# dra.migOffers: Auto. On kube-scheduler 1.34-1.36 every node that publishes counters (a node
+# offering dynamic MIG) is gathered for every node the scheduler tries, so each GPU Pod of the
+# cluster pays in proportion to the square of their number (docs/DRA.md, "Scale"). Measured on a
+# real 1.35 scheduler (benchmarks/real_scheduler.py): 10 such nodes cost ~4x a plain card per Pod,
+# 40 nodes ~70x, 200 nodes ~500x (seconds per Pod). Past MIG_OFFERS_THRESHOLD nodes Auto offers
+# dynamic MIG only on nodes labelled gpu.deckhouse.io/mig=true; it goes back below
+# MIG_OFFERS_THRESHOLD - MIG_OFFERS_HYSTERESIS, so a cluster hovering at the line does not roll
+# gpu-handler on every node each time a node comes or goes. 1.37 has the fix (PR #138917).
+MIG_OFFERS_THRESHOLD = 16
+MIG_OFFERS_HYSTERESIS = 4
+FIXED_SCHEDULER_MINOR = 37
+
+
+def kube_minor(version: Any) -> int | None:
+    """The minor of ``global.discovery.kubernetesVersion`` ("1.35", "1.35.6", "v1.36.2")."""
+    parts = str(version or "").lstrip("v").split(".")
+    if len(parts) < 2 or parts[0] != "1" or not parts[1].isdigit():
+        return None
+    return int(parts[1])
+
+
+def mig_offers(setting: Any, mig_nodes: Any, kube_version: Any, previous: Any) -> dict[str, Any]:
+    """Which nodes offer dynamic MIG, and why: {"mode": AllNodes|OptIn, "reason", "migNodes"}."""
+    nodes = mig_nodes if isinstance(mig_nodes, int) and mig_nodes >= 0 else 0
+    if setting in ("AllNodes", "OptIn"):
+        return {"mode": setting, "reason": "Configured", "migNodes": nodes}
+    minor = kube_minor(kube_version)
+    if minor is not None and minor >= FIXED_SCHEDULER_MINOR:
+        return {"mode": "AllNodes", "reason": "SchedulerScales", "migNodes": nodes}
+    was_opt_in = isinstance(previous, dict) and previous.get("mode") == "OptIn"
+    limit = MIG_OFFERS_THRESHOLD - MIG_OFFERS_HYSTERESIS if was_opt_in else MIG_OFFERS_THRESHOLD
+    if nodes > limit:
+        return {"mode": "OptIn", "reason": "ManyMIGNodes", "migNodes": nodes}
+    return {"mode": "AllNodes", "reason": "FewMIGNodes", "migNodes": nodes}
+
+
 class SettingsError(ValueError):
     """Settings the schema accepts but that cannot work; the hook fails with this message, so the
     module's run reports it and the running release stays as it was."""
@@ -83,6 +119,9 @@ def mig_profiles(rules: Any) -> list[dict[str, Any]]:
 
 def derive(settings: Mapping[str, Any], global_values: Mapping[str, Any]) -> dict[str, Any]:
     dra = settings.get("dra") or {}
+    internal = settings.get("internal") or {}
+    previous = ((internal.get("settings") or {}).get("dra") or {}).get("migOffers")
+    kube_version = (global_values.get("discovery") or {}).get("kubernetesVersion")
     return {
         "highAvailability": high_availability(settings, global_values),
         "logLevel": LOG_LEVELS.get(str(settings.get("logLevel")), "info"),
@@ -92,5 +131,8 @@ def derive(settings: Mapping[str, Any], global_values: Mapping[str, Any]) -> dic
             "consumableCapacity": DRA_MODES.get(str(dra.get("consumableCapacity")), "auto"),
             "deviceTaints": DRA_MODES.get(str(dra.get("deviceTaints")), "auto"),
             "migProfiles": mig_profiles(dra.get("migProfiles") or []),
+            "migOffers": mig_offers(
+                dra.get("migOffers", "Auto"), internal.get("migCapableNodes"), kube_version, previous
+            ),
         },
     }

@@ -184,8 +184,32 @@ def test_the_jq_filters_extract_what_the_hook_reads() -> None:
         "metadata": {"name": "w1-0000-17-00-0"},
         "status": {"nodeInfo": {"nodeName": "w1"}, "conditions": conditions},
     }
-    assert jq(PHYSICAL_GPU_FILTER, card) == {"node": "w1", "driverReady": "True"}
-    assert jq(PHYSICAL_GPU_FILTER, {"metadata": {"name": "new"}}) == {"node": None, "driverReady": "Unknown"}
+    assert jq(PHYSICAL_GPU_FILTER, card) == {"node": "w1", "driverReady": "True", "migSupported": False}
+    assert jq(PHYSICAL_GPU_FILTER, {"metadata": {"name": "new"}}) == {
+        "node": None,
+        "driverReady": "Unknown",
+        "migSupported": False,
+    }
     labelled = {"metadata": {"name": "w1", "labels": {"pool": "gpu"}}}
     assert jq(NODE_FILTER, labelled) == {"name": "w1", "labels": {"pool": "gpu"}}
     assert jq(NODE_FILTER, {"metadata": {"name": "w2"}}) == {"name": "w2", "labels": {}}
+
+
+def test_the_mig_capable_managed_nodes_are_counted_for_mig_offers() -> None:
+    """dra.migOffers Auto decides on this count (tests/hooks/test_derive_mig_offers.py)."""
+    capable = [
+        {"filterResult": {"node": "a", "driverReady": "True", "migSupported": True}},
+        {"filterResult": {"node": "a", "driverReady": "True", "migSupported": False}},
+        {"filterResult": {"node": "b", "driverReady": "False", "migSupported": True}},
+        {"filterResult": {"node": "t4", "driverReady": "True", "migSupported": False}},
+        {"filterResult": {"node": "out", "driverReady": "True", "migSupported": True}},
+        {"filterResult": {"node": "gone", "migSupported": True}},
+    ]
+    nodes = [node("a"), node("b"), node("t4"), node("out", **{"gpu.deckhouse.io/disabled": ""})]
+    out = run_hook(capable, nodes)
+    assert out.values["gpu"]["internal"]["migCapableNodes"] == 2
+    # Unchanged, it is not written again: a steady cluster does not re-render the module.
+    values = {"global": {}, "gpu": {"internal": {"migCapableNodes": 2}}}
+    context = [{"binding": "main", "type": "Group", "snapshots": {"physical_gpus": capable, "nodes": nodes}}]
+    again = hook.testrun(HOOK.main, binding_context=context, initial_values=values)
+    assert not [p for p in again.values_patches.data if "migCapableNodes" in p["path"]]

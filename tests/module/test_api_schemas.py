@@ -45,7 +45,7 @@ NODE_KINDS = {
 # Kinds that come from CRDs (the module's, Deckhouse's or KubeVirt's, whose VirtualMachine
 # docs/VFIO.md shows); Kubernetes' own schemas do not have them.
 CRD_KINDS = {"ModuleConfig", "ModuleSource", "ModuleUpdatePolicy", "ModulePullOverride", "PhysicalGPU"}
-CRD_KINDS |= {"VirtualMachine"}
+CRD_KINDS |= {"VirtualMachine", "GPUClass"}  # GPUClass: tests/module/test_gpuclass_crd.py
 
 
 def cards() -> list[dict[str, Any]]:

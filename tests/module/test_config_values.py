@@ -69,6 +69,7 @@ def test_a_bare_module_config_gets_safe_defaults() -> None:
             "partitionableDevices": "Auto",
             "consumableCapacity": "Auto",
             "deviceTaints": "Auto",
+            "migOffers": "Auto",
             "migProfiles": [],
         },
         "health": {"gracePeriodSeconds": 30},

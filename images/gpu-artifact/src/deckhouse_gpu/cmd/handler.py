@@ -209,6 +209,7 @@ def render_slices(args: argparse.Namespace, out: TextIO) -> int:
             not args.no_consumable_capacity,
             not args.no_device_taints,
             args.mig_profiles,
+            args.mig_offers,
         )
     except LayoutError as error:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
@@ -235,7 +236,7 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     nvml_metered = MeteredNVML(nvml, metrics)
     capabilities = CapabilitiesPass(api, nvml_metered, args.node_name, events, clock, args.health, xids.board)
     features = PublisherSettings(
-        args.partitionable, args.consumable_capacity, args.device_taints, args.mig_profiles
+        args.partitionable, args.consumable_capacity, args.device_taints, args.mig_profiles, args.mig_offers
     )
     publisher = SlicePublisher(api, args.node_name, events, features)
     health = HealthState()

@@ -22,6 +22,7 @@ from deckhouse_gpu.ports.host import HostUnreadable
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.services.prestart import DriverNotFound, PrestartSettings, probe, wait_for_driver
+from deckhouse_gpu.services.slice_publisher import MIG_OFFERS
 from deckhouse_gpu.services.xid_watcher import XidWatcher
 
 log = logging.getLogger("gpu-handler")
@@ -67,6 +68,13 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help="MIG profiles offered per device and node labels: "
         '[{"device": ..., "nodeSelector": {...}, "profiles": [...]}] (env MIG_PROFILES; default: all)',
+    )
+    parser.add_argument(
+        "--mig-offers",
+        choices=MIG_OFFERS,
+        default=os.environ.get("MIG_OFFERS") or "AllNodes",
+        help="which nodes offer dynamic MIG: AllNodes (unless labelled gpu.deckhouse.io/mig=false) "
+        "or OptIn (only nodes labelled gpu.deckhouse.io/mig=true) (env MIG_OFFERS)",
     )
 
 

@@ -13,7 +13,7 @@ from deckhouse_gpu.domain.offers.device_taints import card_offers_with_health
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule
 from deckhouse_gpu.domain.offers.model import CardOffers
 from deckhouse_gpu.domain.offers.slice_layout import render
-from deckhouse_gpu.services.slice_publisher import node_policy
+from deckhouse_gpu.services.slice_publisher import MigOffers, node_policy
 
 
 def render_nodes(
@@ -24,10 +24,12 @@ def render_nodes(
     consumable: bool,
     taints: bool = True,
     mig_profiles: Sequence[MigProfileRule] = (),
+    mig_offers: MigOffers = "AllNodes",
 ) -> list[dict[str, Any]]:
     """Every node's pool at generation 1, nodes in name order; cards that may not be offered are left
     out, and unhealthy ones are tainted (``taints``) or left out too."""
-    policy = node_policy({"metadata": {"labels": node_labels}}, partitionable, consumable, mig_profiles)
+    labels = {"metadata": {"labels": node_labels}}
+    policy = node_policy(labels, partitionable, consumable, mig_profiles, mig_offers)
     by_node: dict[str, list[CardOffers]] = defaultdict(list)
     for card in cards:
         node = ((card.get("status") or {}).get("nodeInfo") or {}).get("nodeName")

@@ -44,6 +44,12 @@ log = logging.getLogger(__name__)
 LABEL_SHARING = f"{GROUP}/sharing"
 LABEL_MIG = f"{GROUP}/mig"
 FeatureMode = Literal["auto", "on", "off"]
+# Which nodes offer dynamic MIG (ModuleConfig dra.migOffers as decided by the derive_settings hook):
+# every MIG-capable node unless labelled gpu.deckhouse.io/mig=false, or only nodes labelled
+# gpu.deckhouse.io/mig=true. On 1.35/1.36 schedulers every node publishing counters costs every
+# Pod of the cluster (docs/DRA.md, "What the kube-scheduler itself pays"), hence OptIn at scale.
+MigOffers = Literal["AllNodes", "OptIn"]
+MIG_OFFERS: tuple[MigOffers, ...] = ("AllNodes", "OptIn")
 VERSION_TTL_SECONDS = 300.0
 
 
@@ -53,6 +59,7 @@ class PublisherSettings:
     consumable: FeatureMode = "auto"
     taints: FeatureMode = "auto"  # DRADeviceTaints: unhealthy cards tainted, or withdrawn
     mig_profiles: tuple[MigProfileRule, ...] = ()  # ModuleConfig dra.migProfiles
+    mig_offers: MigOffers = "AllNodes"
 
     def mode(self, feature: str) -> FeatureMode:
         return {PARTITIONABLE: self.partitionable, CONSUMABLE: self.consumable}.get(feature, self.taints)
@@ -72,10 +79,12 @@ def node_policy(
     partitionable: bool,
     consumable: bool,
     mig_profiles: Sequence[MigProfileRule] = (),
+    mig_offers: MigOffers = "AllNodes",
 ) -> OfferPolicy:
     labels = (node or {}).get("metadata", {}).get("labels") or {}
+    mig = labels.get(LABEL_MIG) == "true" if mig_offers == "OptIn" else labels.get(LABEL_MIG) != "false"
     return OfferPolicy(
-        mig=labels.get(LABEL_MIG) != "false",
+        mig=mig,
         sharing=labels.get(LABEL_SHARING) == "true",
         partitionable=partitionable,
         consumable=consumable,
@@ -142,7 +151,11 @@ class SlicePublisher:
         report: PublishReport,
     ) -> None:
         policy = node_policy(
-            node, self.features[PARTITIONABLE], self.features[CONSUMABLE], self.settings.mig_profiles
+            node,
+            self.features[PARTITIONABLE],
+            self.features[CONSUMABLE],
+            self.settings.mig_profiles,
+            self.settings.mig_offers,
         )
         self._check_profiles(cards, policy, node)
         # Cards NVML does not serve offer too while a VFIO claim holds them, or when an
