@@ -16,6 +16,7 @@ from benchmarks import (
     fuzz,
     handler,
     kubectl_gpu,
+    real_scheduler,
     kubelet_socket,
     node_agent,
     prepare,
@@ -43,6 +44,8 @@ def main() -> None:
     webhook.run()
     soak.run()
     fuzz.run()
+    # Last: real kube-apiserver and kube-scheduler binaries, 40 and 200 nodes (tens of minutes).
+    real_scheduler.run()
 
 
 if __name__ == "__main__":

@@ -78,11 +78,13 @@ def without_counters(slices: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def cluster(policy: OfferPolicy, counters: bool = True) -> tuple[Inventory, list[str], list[str]]:
+def cluster(
+    policy: OfferPolicy, counters: bool = True, count: int = NODES
+) -> tuple[Inventory, list[str], list[str]]:
     cards = node_cards(TOKEN, "h100-80gb", CARDS)
     rendered = render(TOKEN, [card_offers(card, policy) for card in cards], 35, 1, None)
     template = json.dumps(rendered if counters else without_counters(rendered))
-    nodes = [f"gpu-{index:03d}" for index in range(NODES)]
+    nodes = [f"gpu-{index:03d}" for index in range(count)]
     slices: list[dict[str, Any]] = []
     for node in nodes:
         slices += json.loads(template.replace(TOKEN, node))

@@ -135,8 +135,9 @@ def publish(cluster: RealCluster, template: str, names: list[str], run: str) -> 
 
 def clear(cluster: RealCluster) -> None:
     """The previous run's slices and Nodes go, so only this run's nodes publish counters."""
-    cluster.request("DELETE", "/apis/resource.k8s.io/v1/resourceslices?labelSelector=bench-run")
-    cluster.request("DELETE", "/api/v1/nodes?labelSelector=bench-run")
+    # A thousand slices take a while to delete on a busy machine.
+    cluster.request("DELETE", "/apis/resource.k8s.io/v1/resourceslices?labelSelector=bench-run", timeout=300)
+    cluster.request("DELETE", "/api/v1/nodes?labelSelector=bench-run", timeout=300)
 
 
 def setup_classes(cluster: RealCluster) -> None:
@@ -145,7 +146,9 @@ def setup_classes(cluster: RealCluster) -> None:
     cluster.wait_for(
         lambda: cluster.get("v1", "ServiceAccount", "default", NAMESPACE), 60, "default ServiceAccount"
     )
-    selector = 'device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
+    selector = (
+        'device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
+    )
     cluster.ensure(
         {
             "apiVersion": "resource.k8s.io/v1",
@@ -218,7 +221,33 @@ def measure(
     return Run(label, nodes, layout, variant, pods, done, wall, spent)
 
 
-def report(runs: list[Run]) -> None:
+def proxy_ms(layout: str, nodes: int, claims: int = 40) -> float:
+    """Our allocator's CPU milliseconds per whole-card claim on the same layout and node count:
+    the proxy of benchmarks/allocator.py, shown beside the real scheduler's figure."""
+    import yaml  # noqa: PLC0415
+
+    from benchmarks.allocator import claim, cluster, place  # noqa: PLC0415 - heavy, only here
+    from benchmarks.common import ROOT  # noqa: PLC0415
+    from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher  # noqa: PLC0415
+    from deckhouse_gpu.domain.allocation.claims import parse_claim, parse_classes  # noqa: PLC0415
+    from deckhouse_gpu.domain.allocation.search import Allocator  # noqa: PLC0415
+    from deckhouse_gpu.domain.allocation.semantics import Semantics  # noqa: PLC0415
+    from deckhouse_gpu.domain.allocation.state import AllocatedState  # noqa: PLC0415
+
+    classes = parse_classes(
+        [c for c in yaml.safe_load_all((ROOT / "docs/examples/deviceclasses.yaml").read_text()) if c]
+    )
+    semantics = Semantics("1.35")
+    inventory, names, _ = cluster(LAYOUTS[layout], count=nodes)
+    parsed = [parse_claim(claim("gpu-h100-80gb", False), classes, semantics) for _ in range(claims)]
+    allocator = Allocator(inventory, semantics, CelMatcher())
+    place(allocator, parsed[:1], names, AllocatedState())  # the selector cache, warm as in a controller
+    began = time.process_time()
+    place(allocator, parsed, names, AllocatedState())
+    return (time.process_time() - began) * 1000 / claims
+
+
+def report(runs: list[Run], proxy: dict[tuple[str, int], float] | None = None) -> None:
     print(
         f"  {'scheduler':<14}{'nodes':>6}  {'layout':<11}{'variant':<19}{'bound':>7}"
         f"{'pods/s':>9}{'CPU ms/pod':>12}{'x plain':>9}"
@@ -227,9 +256,11 @@ def report(runs: list[Run]) -> None:
     for r in runs:
         base = plain.get((r.scheduler, r.nodes, r.variant))
         ratio = f"{r.cpu_per_pod / base:8.1f}x" if base else "       -"
+        ours, plain_ours = (proxy or {}).get((r.layout, r.nodes)), (proxy or {}).get(("plain", r.nodes))
+        beside = f"{ours / plain_ours:14.1f}x" if ours and plain_ours else ""
         print(
             f"  {r.scheduler:<14}{r.nodes:>6}  {r.layout:<11}{r.variant:<19}{r.bound:>3}/{r.pods:<3}"
-            f"{r.pods_per_s:>9.2f}{r.cpu_per_pod:>12.1f}{ratio}"
+            f"{r.pods_per_s:>9.2f}{r.cpu_per_pod:>12.1f}{ratio}{beside}"
         )
 
 
@@ -261,8 +292,9 @@ def run(sizes: tuple[int, ...] = (40, 200), variants: tuple[str, ...] = ("claim 
                                 continue
                             runs.append(result)
                             report([r for r in runs if r.scheduler == label and r.nodes == nodes][-1:])
-    print()
-    report(runs)
+    proxy = {(layout, nodes): proxy_ms(layout, nodes) for layout in LAYOUTS for nodes in sizes}
+    print("\n  All runs; 'proxy': our allocator (benchmarks/allocator.py) on the same layout and nodes")
+    report(runs, proxy)
     return runs
 
 
