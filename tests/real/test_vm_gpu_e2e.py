@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -187,11 +188,7 @@ def test_every_gpu_class_is_ready_with_its_device_class(world: HandlerNode) -> N
     for name in CLASSES:
         # No node shares its cards yet: the MPS class is Ready and says that nothing matches.
         reason = "NoMatchingDevices" if name == MPS_CLASS else "DeviceClassReady"
-        condition = world.wait(
-            lambda name=name, reason=reason: ready_condition(world, name, reason),
-            60,
-            f"GPUClass {name} {reason}",
-        )
+        condition = world.wait(partial(ready_condition, world, name, reason), 60, f"GPUClass {name} {reason}")
         device_class = world.cluster.get(RESOURCE, "DeviceClass", name)
         owner = world.cluster.get(GROUP_VERSION, "GPUClass", name)["metadata"]["uid"]
         assert device_class["metadata"]["ownerReferences"][0]["uid"] == owner, condition
@@ -235,7 +232,8 @@ def test_a_vm_gets_a_card_through_the_vm_modules_claim_template_and_gives_it_bac
     card = CARD_A if result["device"] == WHOLE_A else CARD_B
     assert prepared(node, uid)
     assert node.driver_of(card) == "vfio-pci"
-    assert node.driver_of(card[:-1] + "1") == "vfio-pci"  # the audio function of its IOMMU group
+    # The audio function of its IOMMU group went with it.
+    node.wait(lambda: node.driver_of(card[:-1] + "1") == "vfio-pci", 15, "the audio function on vfio-pci")
 
     # What the container gets: the CDI spec gpu-handler wrote on the host.
     spec = json.loads((node.host_root / "etc/cdi" / claim_spec_file(uid)).read_text())
