@@ -146,8 +146,8 @@ def setup_classes(cluster: RealCluster) -> None:
     cluster.wait_for(
         lambda: cluster.get("v1", "ServiceAccount", "default", NAMESPACE), 60, "default ServiceAccount"
     )
-    selector = (
-        'device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
+    selector = 'device.driver == "gpu.deckhouse.io" && ' + (
+        'device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
     )
     cluster.ensure(
         {
