@@ -3,7 +3,10 @@
 
 """The Kubernetes versions whose OpenAPI schemas every object the module emits is checked against:
 each version the module knows (deckhouse_gpu/domain/kube_versions.py, DESIGN.md F10), in the form
-kubernetes-validate names its schemas."""
+kubernetes-validate names its schemas.
+
+Stays beside the real tier (tests/real): no ported rule here, only the version list, and the
+schema checks it drives are the only judge of 1.37, for which there is no server here."""
 
 from __future__ import annotations
 
