@@ -92,7 +92,7 @@ def test_capacity_table_wide_json_and_yaml(world: World) -> None:
     code, out = world.run("capacity")
     assert code == 0
     lines = out.rstrip().split("\n")
-    rows = {r[0]: r[2:] for r in _rows("\n".join(lines[:-1]))[1:]}  # GPUCLASS: "-" (none here)
+    rows = {r[0]: r[2:] for r in _rows("\n".join(lines[:-2]))[1:]}  # GPUCLASS: "-" (none here)
     assert _rows(lines[0])[0] == ["CLASS", "GPUCLASS", "DEVICES", "FITS", "NODES", "MOST ROOM"]
     assert rows["gpu-h100-80gb"] == ["3", "1", "1", "h100 (1)"]
     assert rows["gpu-h100-80gb-mig-1g.10gb"] == [
@@ -105,15 +105,18 @@ def test_capacity_table_wide_json_and_yaml(world: World) -> None:
     assert rows["gpu-a100-40gb-shared"][:2] == ["1", "0"]  # a claim asking for no share takes the card whole
     assert rows["gpu-t4"] == ["1", "0", "0", "-"]  # a T4 there is, in use
     assert len(rows) == 20  # the classes of models the cluster has; the rest in one line:
-    assert lines[-1] == (
+    assert lines[-2] == (
         "21 more classes select no device in the cluster: gpu-a100-40gb-mig-1g.10gb, "
         "gpu-a100-40gb-mig-1g.5gb, gpu-a100-40gb-mig-1g.5gb-me and 18 more (--all lists them)."
     )
+    # The H100 and A30 nodes offer dynamic MIG; few enough that no scheduler warning is due.
+    assert lines[-1] == "2 nodes publish counters (dynamic MIG)."
     assert world.reads() == {"/version": 1, CLASSES: 1, "/api/v1/nodes": 1, SLICES: 1, CLAIMS: 1}
     code, out = world.run("capacity", "--class", "gpu-mig", "-o", "wide")
     assert (code, _rows(out)[1:]) == (
         0,
-        [["gpu-mig", "-", n, f] for n, f in (("a100", "0"), ("a30", "4"), ("h100", "12"), ("t4", "0"))],
+        [["gpu-mig", "-", n, f] for n, f in (("a100", "0"), ("a30", "4"), ("h100", "12"), ("t4", "0"))]
+        + [["2 nodes publish counters (dynamic MIG)."]],
     )
     code, out = world.run("capacity", "--node", "a30", "-o", "json")
     document = json.loads(out)

@@ -129,7 +129,9 @@ def test_explain_and_capacity_name_the_gpu_class(world: World) -> None:
 def test_capacity_lists_every_class_when_asked(world: World) -> None:
     _, summed = world.run("capacity")
     _, every = world.run("capacity", "--all")
-    assert len(_rows(every)) == 1 + 41  # the header and every example class
+    # The header, every example class and the line on the nodes publishing counters.
+    assert len(_rows(every)) == 1 + 41 + 1
+    assert every.rstrip().endswith("2 nodes publish counters (dynamic MIG).")
     assert "--all lists them" not in every
     assert ["gpu-a100-80gb", "-", "0", "0", "0", "-"] in _rows(every)
     assert "gpu-a100-80gb " not in summed

@@ -97,6 +97,8 @@ def capacity_data(report: CapacityReport) -> dict[str, Any]:
             for c in report.classes
         ],
         "problems": report.problems,
+        "counterNodes": report.scheduler.counter_nodes if report.scheduler else 0,
+        "schedulerWarning": report.scheduler.warning if report.scheduler else None,
     }
 
 

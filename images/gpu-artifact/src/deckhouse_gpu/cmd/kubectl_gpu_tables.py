@@ -116,6 +116,11 @@ def capacity_table(
     shown = [e for e in report.classes if every or e.devices or e.total or e.unlimited or e.errors]
     hidden = [e for e in report.classes if e not in shown]
     notes = [_unmatched(hidden, only_node)] if hidden else []
+    if report.scheduler is not None and report.scheduler.warning:
+        notes.append(paint(f"warning: {report.scheduler.warning}", YELLOW))
+    elif report.scheduler is not None and report.scheduler.counter_nodes:
+        count = report.scheduler.counter_nodes
+        notes.append(paint(f"{count} node{'s' if count != 1 else ''} publish counters (dynamic MIG).", DIM))
     if not shown:
         return "\n".join(notes)
     if wide:

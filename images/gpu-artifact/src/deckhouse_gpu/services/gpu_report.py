@@ -28,6 +28,7 @@ from deckhouse_gpu.domain.report.extended import (
 from deckhouse_gpu.domain.report.holders import claim_ref, device_index, holders
 from deckhouse_gpu.domain.report.pending import PodExplanation, explain_pod
 from deckhouse_gpu.domain.report.pod_claims import ALLOCATED, MISSING, pod_claims, pod_ref, template_names
+from deckhouse_gpu.domain.report.scheduler_cost import SchedulerCost, scheduler_cost
 from deckhouse_gpu.ports.kube import KubeAPI
 from deckhouse_gpu.services.cluster_reads import ClusterReads, InputError
 
@@ -44,6 +45,7 @@ class CapacityReport:
     classes: list[capacity_report.ClassCapacity]
     nodes: list[str]  # the nodes counted
     problems: list[str]  # classes, slices or claims that could not be used
+    scheduler: SchedulerCost | None = None  # nodes publishing counters, and what the scheduler pays
 
 
 def status(api: KubeAPI, only_nodes: Sequence[str] = ()) -> StatusReport:
@@ -84,7 +86,9 @@ def capacity(api: KubeAPI, only_class: str | None = None, only_node: str | None 
     owners = gpu_classes(reads.device_class_objects())
     found = capacity_report.capacity(inventory, classes, state, semantics, nodes, owners)
     names = sorted(n.name for n in nodes)
-    return CapacityReport(semantics.version, found, names, [*problems, *inventory.problems, *state.problems])
+    problems = [*problems, *inventory.problems, *state.problems]
+    cost = scheduler_cost(inventory, semantics.version)
+    return CapacityReport(semantics.version, found, names, problems, cost)
 
 
 def explain(api: KubeAPI, namespace: str, name: str) -> PodExplanation:
