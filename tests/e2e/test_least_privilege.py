@@ -42,12 +42,19 @@ MISSING: dict[str, set[tuple[str, str]]] = {}
 UNUSED: dict[str, set[tuple[str, str]]] = {}
 # The commented exceptions: granted, unused by the recorded runs, and kept for the path their
 # comment names. Only these may stay unused (a chaos run's log, merged in, uses them).
+# The synthetic subresources Kubernetes >= 1.36 checks a claim's status patch against (binding
+# for the allocation, driver for status.devices) are a second check the fake API server does not
+# make; tests/real/test_components_real.py shows both used on the real 1.36 server.
 EXPLAINED: dict[str, set[tuple[str, str]]] = {
     "gpu-controller": {("get", "physicalgpus")},
     # A GPUClass re-read after a status conflict; a DeviceClass whose GPUClass is gone and that
     # the garbage collector has not deleted (the fake API server's collector always has).
-    "gpu-dra-controller": {("get", "gpuclasses"), ("delete", "deviceclasses")},
-    "gpu-handler": {("get", "physicalgpus")},
+    "gpu-dra-controller": {
+        ("get", "gpuclasses"),
+        ("delete", "deviceclasses"),
+        ("patch", "resourceclaims/binding"),
+    },
+    "gpu-handler": {("get", "physicalgpus"), ("associated-node:patch", "resourceclaims/driver")},
 }
 # The rights of the kube-rbac-proxy sidecar in every component's pod (templates/_kube_rbac_proxy.tpl),
 # bound to the pod's ServiceAccount through the platform's ClusterRole d8:rbac-proxy: the sidecar

@@ -25,6 +25,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from deckhouse_gpu.domain.allocation.audit import KINDS
+from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from testkit.real_cluster import ApiError, RealCluster
 from tests.e2e.sim_node import build_host
 from tests.real.component_world import (
@@ -51,6 +52,7 @@ from tests.real.component_world import (
     start,
     unique,
 )
+from tests.support.fake_kubelet import FakeKubelet
 
 NODE_POLICY = (
     "ValidatingAdmissionPolicy 'd8-gpu-node-writes' with binding 'd8-gpu-node-writes' denied request"
@@ -415,6 +417,26 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
         assert (result["driver"], result["pool"]) == ("gpu.deckhouse.io", f"gpus/{node}")
         assert result["device"] in devices
         assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+
+        # gpu-handler prepares it when a kubelet asks (the fake kubelet of tests/support, over the
+        # plugin's socket) and reports the device in the claim's status.devices: on 1.36 a write
+        # the server authorizes per driver and node (resourceclaims/driver, associated-node:patch).
+        kubelet = FakeKubelet(str(root / "var/lib/kubelet/plugins_registry"))
+        try:
+            (plugin,) = kubelet.wait_for_plugins(1, timeout=30)
+            ref = ClaimRef(claims, claim["metadata"]["uid"], "whole")
+            assert plugin.prepare([ref])[ref.uid].error == ""
+            reported = handler.wait_for(
+                lambda: cluster.request("GET", claim_path).get("status", {}).get("devices"),
+                30,
+                "status.devices",
+            )
+            assert [(d["driver"], d["pool"], d["device"]) for d in reported] == [
+                ("gpu.deckhouse.io", f"gpus/{node}", result["device"])
+            ]
+            assert plugin.unprepare([ref]) == {ref.uid: ""}
+        finally:
+            kubelet.close()
 
         # The audit over real claims: none overcommitted, until a second claim is given the same
         # device (an allocation written by hand, which the server takes as it is).
