@@ -26,7 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from deckhouse_gpu.domain.allocation.audit import KINDS
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
-from testkit.real_cluster import ApiError, RealCluster
+from testkit.real_cluster import ApiError, Clusters, RealCluster
 from tests.e2e.sim_node import build_host
 from tests.real.component_world import (
     CARDS,
@@ -52,6 +52,7 @@ from tests.real.component_world import (
     start,
     unique,
 )
+from tests.real.conftest import cluster_of
 from tests.support.fake_kubelet import FakeKubelet
 
 NODE_POLICY = (
@@ -480,3 +481,57 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
         delete_quietly(cluster, f"/apis/resource.k8s.io/v1/deviceclasses/{device_class}")
         delete_quietly(cluster, f"{PODS}/{validator}?gracePeriodSeconds=0")
         delete_node_objects(cluster, node)
+
+
+def test_from_1_36_a_handler_writes_only_the_device_status_of_claims_on_its_node(clusters: Clusters) -> None:
+    """Kubernetes 1.36 authorizes a claim's status by field (resourceclaims/driver for
+    status.devices, with the node the token names; resourceclaims/binding for the allocation).
+    Older servers check resourceclaims/status alone, which RBAC cannot narrow to a node."""
+    cluster = cluster_of(clusters, "1.36")
+    install_access(cluster)
+    own, other, namespace = unique("rc-own"), unique("rc-other"), unique("rc-claims")
+    try:
+        for node in (own, other):
+            add_node(cluster, node)
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        claims = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+        request = {"name": "gpu", "exactly": {"deviceClassName": "gpu-a30"}}
+        cluster.request(
+            "POST",
+            claims,
+            {"metadata": {"name": "theirs"}, "spec": {"devices": {"requests": [request]}}},
+        )
+        device = {"driver": "gpu.deckhouse.io", "pool": f"gpus/{other}", "device": "gpu-0000-17-00-0"}
+        on_other = {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [other]}]}
+            ]
+        }
+        allocation = {"devices": {"results": [{"request": "gpu", **device}]}, "nodeSelector": on_other}
+        cluster.request(
+            "PATCH", f"{claims}/theirs/status", {"status": {"allocation": allocation}}, content_type=MERGE
+        )
+        report = {"status": {"devices": [{**device, "conditions": []}]}}
+
+        mine = asking(cluster, node_credential(cluster, HANDLER, own).token)
+        answer = mine("PATCH", f"{claims}/theirs/status", report)
+        assert answer[0] == 422, answer
+        message = str(answer[1]["message"])
+        assert 'changing status.devices requires resource="resourceclaims/driver"' in message, message
+        # Not its node, so the server asks for the control plane's verb, which it lacks.
+        denied = f'User "system:serviceaccount:{NAMESPACE}:{HANDLER}" cannot arbitrary-node:patch resource'
+        assert denied + ' "resourceclaims/driver"' in message, message
+        answer = mine("PATCH", f"{claims}/theirs/status", {"status": {"allocation": None}})
+        assert answer[0] == 422, answer
+        assert 'requires resource="resourceclaims/binding"' in str(answer[1]["message"]), answer
+        # The handler of the claim's node may: the node its token names is the claim's.
+        accepted(
+            asking(cluster, node_credential(cluster, HANDLER, other).token)(
+                "PATCH", f"{claims}/theirs/status", report
+            )
+        )
+    finally:
+        with contextlib.suppress(ApiError):
+            cluster.request("DELETE", f"/api/v1/namespaces/{namespace}")
+        for node in (own, other):
+            delete_node_objects(cluster, node)
