@@ -123,8 +123,9 @@ def counter_set(card: dict[str, Any], policy: OfferPolicy = EVERY_PROFILE) -> Co
     memory, slices = int(status["capabilities"]["memoryMiB"]), int(mig["totalSlices"])
     capacity = full_capacity(memory, slices, mig["profiles"])
     names = list(capacity)
-    if policy.counters == "reduced":
-        names = needed(capacity, [offer for _, offer in _placements(offered, capacity)])
+    if policy.counters != "full":
+        placed = [offer for _, offer in _placements(offered, capacity)]
+        names = needed(capacity, placed, dominated=policy.counters == "minimal")
     return CounterSet(
         physical_name(status["pciInfo"]["address"]), {name: quantity(name, capacity[name]) for name in names}
     )
@@ -175,7 +176,7 @@ def _physical_offer(
         # A claim that asks for nothing gets the whole card (sharePercent 100), so sharing is opt-in
         # per claim; memory is a budget that MPS can enforce and time-slicing only accounts.
         capacity = {
-            "memory": Capacity(memory, RequestPolicy(default="0Mi", min="0Mi", max=memory, step="1Mi")),
+            "memory": Capacity(memory, RequestPolicy(default=mebibytes(0), min=mebibytes(0), max=memory, step=mebibytes(1))),
             "sharePercent": Capacity("100", RequestPolicy(default="100", min="1", max="100", step="1")),
         }
         return Offer(physical_name(address), address, PHYSICAL, attributes, capacity, shared=True)

@@ -85,8 +85,9 @@ class OfferPolicy:
     # ModuleConfig's dra.migProfiles restricts on this node; other devices offer every profile.
     mig_profiles: tuple[tuple[str, frozenset[str]], ...] = ()
     # "full": the counter layout before the reduction (domain/offers/counter_layout.py), kept for
-    # the benchmark and the equivalence proof; nothing publishes it.
-    counters: Literal["reduced", "full"] = "reduced"
+    # the benchmark and the equivalence proof; nothing publishes it. "minimal": "reduced" without
+    # the memory slices another slice dominates (slice 7 of an A100/H100), a candidate of issue 32.
+    counters: Literal["reduced", "full", "minimal"] = "reduced"
 
     def offered_profiles(self, device: str) -> frozenset[str] | None:
         """The MIG profiles a card of ``device`` offers here; None: all of them."""
@@ -102,5 +103,17 @@ def mig_name(address: str, profile: str, start: int) -> str:
     return f"{physical_name(address)}-mig-{slug}-{start}"
 
 
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
 def mebibytes(mib: int) -> str:
-    return f"{mib}Mi"
+    """``mib`` MiB as the API server stores it (resource.Quantity's canonical form): the largest
+    binary suffix that keeps the number whole, and a bare "0". A slice rendered in any other
+    spelling comes back different from the server, so the publisher would rewrite it on every
+    pass ("0Mi" is stored as "0", "24576Mi" as "24Gi")."""
+    if mib == 0:
+        return "0"
+    amount, power = mib, 2  # mebibytes: 1024**2 bytes
+    while amount % 1024 == 0 and power < len(_BINARY_SUFFIXES) - 1:
+        amount, power = amount // 1024, power + 1
+    return f"{amount}{_BINARY_SUFFIXES[power]}"
