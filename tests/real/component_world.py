@@ -162,7 +162,6 @@ class Credential:
     token: str
     kubeconfig: Path
     node: str | None = None
-    pod_uid: str | None = None
 
 
 def add_node(cluster: RealCluster, node: str) -> dict[str, Any]:
@@ -197,7 +196,7 @@ def node_credential(cluster: RealCluster, account: str, node: str) -> Credential
     }
     token = cluster.service_account_token(NAMESPACE, account, 3600, bound_to=bound)
     kubeconfig = cluster.token_kubeconfig(f"{account}-{node}", token)
-    return Credential(account, token, kubeconfig, node, str(pod["metadata"]["uid"]))
+    return Credential(account, token, kubeconfig, node)
 
 
 def account_credential(cluster: RealCluster, account: str, name: str) -> Credential:
