@@ -191,17 +191,27 @@ def bound(cluster: RealCluster, run: str) -> int:
 
 
 def measure(
-    cluster: RealCluster, binary: str, label: str, nodes: int, layout: str, variant: str, serial: int
+    cluster: RealCluster,
+    binary: str,
+    label: str,
+    nodes: int,
+    layout: str,
+    variant: str,
+    serial: int,
+    template: str | None = None,
+    pods: int | None = None,
 ) -> Run:
+    """One run; ``template`` (a node's slices as JSON, node name TOKEN) replaces the layout's
+    rendering, for candidate layouts (benchmarks/layout_search.py)."""
     run = f"r{serial}"
     clear(cluster)
     names = [f"{run}-gpu-{index:04d}" for index in range(nodes)]
     add_nodes(cluster, names, run)
-    publish(cluster, node_slices(LAYOUTS[layout], 35), names, run)
+    publish(cluster, template or node_slices(LAYOUTS[layout], 35), names, run)
     scheduler = cluster.start_scheduler(binary, name=f"scheduler-{run}")
     try:
         time.sleep(3)  # the informers' first lists, not counted
-        pods = PODS.get(nodes, 10)
+        pods = pods or PODS.get(nodes, 10)
         objects = [pod(f"{run}-p{index:03d}", run, variant) for index in range(pods)]
         for item in objects:
             item["metadata"]["labels"] = {"bench-run": run}

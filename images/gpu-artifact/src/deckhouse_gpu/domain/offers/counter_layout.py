@@ -87,22 +87,42 @@ def profile_uses(profile: Mapping[str, Any], counters: Container[str]) -> tuple[
     return tuple((counter, amount) for counter, amount in uses if counter in counters)
 
 
-def needed(capacity: Mapping[str, int], offers: Sequence[Placed]) -> list[str]:
+def needed(capacity: Mapping[str, int], offers: Sequence[Placed], *, dominated: bool = False) -> list[str]:
     """The counters of ``capacity`` the set must keep for ``offers`` to fit exactly as in the full
-    layout, in the order of ``capacity``."""
-    return list(_needed(tuple(capacity.items()), tuple(offers)))
+    layout, in the order of ``capacity``. ``dominated``: also leave out each memory slice that
+    another kept slice dominates (``_undominated``)."""
+    return list(_needed(tuple(capacity.items()), tuple(offers), dominated))
 
 
 @lru_cache(maxsize=64)  # one entry per model and profile choice: every publish asks again
-def _needed(items: tuple[tuple[str, int], ...], offers: tuple[Placed, ...]) -> tuple[str, ...]:
+def _needed(
+    items: tuple[tuple[str, int], ...], offers: tuple[Placed, ...], dominated: bool = False
+) -> tuple[str, ...]:
     capacity = dict(items)
     covered = {name for offer in offers for name in offer.slices()}
+    if dominated:
+        covered = _undominated([name for name in capacity if name in covered], offers)
     kept = [name for name in capacity if not name.startswith(SLICE)]
     for name in list(kept):
         rest = [other for other in kept if other != name]
         if _most(name, rest, capacity, offers) <= capacity[name]:
             kept = rest
     return tuple(name for name in capacity if name in kept or name in covered)
+
+
+def _undominated(slices: Sequence[str], offers: Sequence[Placed]) -> set[str]:
+    """The memory slices left once each slice is dropped whose offers all cover another slice
+    still kept (slice 7 of an A100 or H100: every placement covering it covers slice 6). Two
+    offers that share a dropped slice share its witness, which stays or was dropped for a witness
+    of its own (the offers of each contain the ones before), so overlaps still collide; and every
+    offer keeps at least one slice, so the whole card, which consumes them all, still excludes it.
+    The engine counters are judged on the placements themselves (``_most``), not on these."""
+    users = {name: {i for i, offer in enumerate(offers) if name in offer.slices()} for name in slices}
+    kept = list(slices)
+    for name in slices:
+        if any(other != name and users[name] <= users[other] for other in kept):
+            kept.remove(name)
+    return set(kept)
 
 
 def _most(target: str, rest: Sequence[str], capacity: Mapping[str, int], offers: Sequence[Placed]) -> int:
