@@ -274,7 +274,11 @@ def report(runs: list[Run], proxy: dict[tuple[str, int], float] | None = None) -
         )
 
 
-def run(sizes: tuple[int, ...] = (40, 200), variants: tuple[str, ...] = ("claim template",)) -> list[Run]:
+def run(
+    sizes: tuple[int, ...] = (40, 200),
+    variants: tuple[str, ...] = ("claim template",),
+    layouts: tuple[str, ...] = tuple(LAYOUTS),
+) -> list[Run]:
     print(f"Real kube-scheduler: {CARDS} H100 per node, one whole card per Pod, CPU of the scheduler process")
     runs: list[Run] = []
     serial = 0
@@ -292,7 +296,7 @@ def run(sizes: tuple[int, ...] = (40, 200), variants: tuple[str, ...] = ("claim 
                 if wanted != version:
                     continue
                 for nodes in sizes:
-                    for layout in LAYOUTS:
+                    for layout in layouts:
                         for variant in variants:
                             serial += 1
                             try:
@@ -302,7 +306,7 @@ def run(sizes: tuple[int, ...] = (40, 200), variants: tuple[str, ...] = ("claim 
                                 continue
                             runs.append(result)
                             report([r for r in runs if r.scheduler == label and r.nodes == nodes][-1:])
-    proxy = {(layout, nodes): proxy_ms(layout, nodes) for layout in LAYOUTS for nodes in sizes}
+    proxy = {(layout, nodes): proxy_ms(layout, nodes) for layout in {*layouts, "plain"} for nodes in sizes}
     print("\n  All runs; 'proxy': our allocator (benchmarks/allocator.py) on the same layout and nodes")
     report(runs, proxy)
     return runs
@@ -314,9 +318,13 @@ def main() -> None:
     parser.add_argument(
         "--extended", action="store_true", help="also Pods asking through the extended resource"
     )
+    parser.add_argument(
+        "--layouts", default=",".join(LAYOUTS), help="comma-separated, of: " + ", ".join(LAYOUTS)
+    )
     args = parser.parse_args()
     variants = ("claim template", "extended resource") if args.extended else ("claim template",)
-    run(tuple(int(n) for n in args.nodes.split(",")), variants)
+    layouts = tuple(name for name in args.layouts.split(",") if name in LAYOUTS)
+    run(tuple(int(n) for n in args.nodes.split(",")), variants, layouts)
 
 
 if __name__ == "__main__":
