@@ -49,6 +49,9 @@ LAYOUTS = {
     "default": OfferPolicy(),
     "3 profiles": OfferPolicy(mig_profiles=(("h100-sxm5-80gb", RESTRICTED),)),
 }
+# dra.migOffers OptIn in a big cluster: this many nodes (labelled gpu.deckhouse.io/mig=true)
+# publish the default layout, every other node whole cards only.
+OPT_IN = {"16 opt-in": 16}
 # (version, scheduler binary, label)
 SCHEDULERS = (
     ("1.35", "kube-scheduler", "1.35"),
@@ -207,7 +210,12 @@ def measure(
     clear(cluster)
     names = [f"{run}-gpu-{index:04d}" for index in range(nodes)]
     add_nodes(cluster, names, run)
-    publish(cluster, template or node_slices(LAYOUTS[layout], 35), names, run)
+    if layout in OPT_IN:
+        mig = OPT_IN[layout]
+        publish(cluster, node_slices(LAYOUTS["default"], 35), names[:mig], run)
+        publish(cluster, node_slices(LAYOUTS["plain"], 35), names[mig:], run)
+    else:
+        publish(cluster, template or node_slices(LAYOUTS[layout], 35), names, run)
     scheduler = cluster.start_scheduler(binary, name=f"scheduler-{run}")
     try:
         time.sleep(3)  # the informers' first lists, not counted
@@ -277,7 +285,7 @@ def report(runs: list[Run], proxy: dict[tuple[str, int], float] | None = None) -
 def run(
     sizes: tuple[int, ...] = (40, 200),
     variants: tuple[str, ...] = ("claim template",),
-    layouts: tuple[str, ...] = tuple(LAYOUTS),
+    layouts: tuple[str, ...] = (*LAYOUTS, *OPT_IN),
 ) -> list[Run]:
     print(f"Real kube-scheduler: {CARDS} H100 per node, one whole card per Pod, CPU of the scheduler process")
     runs: list[Run] = []
@@ -306,7 +314,8 @@ def run(
                                 continue
                             runs.append(result)
                             report([r for r in runs if r.scheduler == label and r.nodes == nodes][-1:])
-    proxy = {(layout, nodes): proxy_ms(layout, nodes) for layout in {*layouts, "plain"} for nodes in sizes}
+    rendered = {*layouts, "plain"} & set(LAYOUTS)
+    proxy = {(layout, nodes): proxy_ms(layout, nodes) for layout in rendered for nodes in sizes}
     print("\n  All runs; 'proxy': our allocator (benchmarks/allocator.py) on the same layout and nodes")
     report(runs, proxy)
     return runs
@@ -319,11 +328,11 @@ def main() -> None:
         "--extended", action="store_true", help="also Pods asking through the extended resource"
     )
     parser.add_argument(
-        "--layouts", default=",".join(LAYOUTS), help="comma-separated, of: " + ", ".join(LAYOUTS)
+        "--layouts", default=",".join(LAYOUTS), help="comma-separated, of: " + ", ".join([*LAYOUTS, *OPT_IN])
     )
     args = parser.parse_args()
     variants = ("claim template", "extended resource") if args.extended else ("claim template",)
-    layouts = tuple(name for name in args.layouts.split(",") if name in LAYOUTS)
+    layouts = tuple(name for name in args.layouts.split(",") if name in LAYOUTS or name in OPT_IN)
     run(tuple(int(n) for n in args.nodes.split(",")), variants, layouts)
 
 
