@@ -26,6 +26,8 @@ POLICIES = {
     "sharing": OfferPolicy(sharing=True),
     "whole": OfferPolicy(mig=False),
     "3 profiles": OfferPolicy(mig_profiles=(("a30-pcie", frozenset({"1g.6gb"})),)),
+    # The counter layout of issue 32's candidate (docs/DRA.md, Layouts tried): valid as well.
+    "minimal counters": OfferPolicy(counters="minimal"),
 }
 # A30: 24576 MiB, a whole number of GiB; H100: not; T4: no MIG.
 MODELS = ("a30", "h100-80gb", "t4")
