@@ -15,7 +15,9 @@ process per bound Pod and the ratio to plain whole cards. Candidates:
 - controls that are not layouts the module may publish, to tell what the cost is made of: the
   default's devices with only ``deviceType`` as attribute, and without the ``+me`` profiles.
 
-``python -m benchmarks.layout_search [--nodes 40] [--pods 20] [--scheduler 1.35] [--only a,b]``
+``python -m benchmarks.layout_search [--nodes 40] [--pods 20] [--scheduler 1.35] [--only a,b]
+[--repeat N]`` (``--scheduler 1.36+#138917`` for the fixed one). The figures and what they mean:
+docs/DRA.md, "Layouts tried".
 """
 
 from __future__ import annotations
