@@ -176,7 +176,9 @@ def _physical_offer(
         # A claim that asks for nothing gets the whole card (sharePercent 100), so sharing is opt-in
         # per claim; memory is a budget that MPS can enforce and time-slicing only accounts.
         capacity = {
-            "memory": Capacity(memory, RequestPolicy(default=mebibytes(0), min=mebibytes(0), max=memory, step=mebibytes(1))),
+            "memory": Capacity(
+                memory, RequestPolicy(default=mebibytes(0), min=mebibytes(0), max=memory, step=mebibytes(1))
+            ),
             "sharePercent": Capacity("100", RequestPolicy(default="100", min="1", max="100", step="1")),
         }
         return Offer(physical_name(address), address, PHYSICAL, attributes, capacity, shared=True)
