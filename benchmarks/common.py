@@ -115,4 +115,39 @@ def measure_process(
         process.wait(timeout=10)
 
 
+# What each library's import adds to a process, in the order a component loads them: the standard
+# library's TLS and HTTP stack comes with urllib3 (libcrypto, http.client, email, importlib.metadata),
+# so the later figures are each library's own. kubernetes-validate is left out as in the image.
+IMPORT_STEPS = (
+    ("urllib3 with the standard TLS/HTTP stack", "urllib3"),
+    ("prometheus_client", "prometheus_client"),
+    ("kubernetes (its package initialiser, whatever is used)", "kubernetes"),
+    ("grpcio (gpu-handler run only)", "grpc"),
+)
+IMPORT_PROBE = """
+import sys
+sys.modules["kubernetes_validate"] = None
+def memory():
+    fields = (line.partition(":") for line in open("/proc/self/status"))
+    return {key: int(value.split()[0]) / 1024 for key, _, value in fields if key in ("VmRSS", "RssAnon")}
+print(memory()["VmRSS"], memory()["RssAnon"])
+for name in sys.argv[1:]:
+    __import__(name)
+    print(memory()["VmRSS"], memory()["RssAnon"])
+"""
+
+
+def report_import_costs() -> None:
+    """Resident and private memory each library's import adds, measured in a fresh interpreter."""
+    names = [module for _, module in IMPORT_STEPS]
+    output = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, *names], capture_output=True, text=True, check=True
+    ).stdout
+    figures = [tuple(float(value) for value in row.split()) for row in output.splitlines()]
+    print("what the imports add (a fresh interpreter, in this order)")
+    print(f"  {'the interpreter alone':<60} {figures[0][0]:5.1f} MiB, private {figures[0][1]:5.1f} MiB")
+    for (label, _), before, after in zip(IMPORT_STEPS, figures, figures[1:], strict=False):
+        print(f"  + {label:<58} {after[0] - before[0]:5.1f} MiB, private {after[1] - before[1]:5.1f} MiB")
+
+
 ROOT = Path(__file__).resolve().parents[1]

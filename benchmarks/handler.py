@@ -8,7 +8,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from benchmarks.common import ADDRESSES, GPUS, NODE, line, measure_process, report, report_memory, timed
+from benchmarks.common import (
+    ADDRESSES,
+    GPUS,
+    NODE,
+    line,
+    measure_process,
+    report,
+    report_import_costs,
+    report_memory,
+    timed,
+)
 from benchmarks.in_cluster import launcher_argv, pod_api_server
 from benchmarks.kubelet_socket import KubeletStandIn
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
@@ -119,3 +129,4 @@ def measure_handler(
 def run(host: HostBuilder, workdir: Path) -> None:
     bench_snapshot(host)
     bench_process(host, workdir)
+    report_import_costs()
