@@ -15,12 +15,16 @@ from lib.gpu_node_labels import (
     NODE_FILTER,
     PHYSICAL_GPU_FILTER,
     LabelPatch,
+    cluster_nodes,
     label_patches,
     mig_capable_nodes,
     removal_patches,
 )
+from lib.settings import mig_offers
 
 MODULE = "gpu"
+# What derive_settings assumes before this hook has decided: nothing to write for a small cluster.
+AUTO_START = {"mode": "AllNodes", "reason": "LowSchedulerCost"}
 CONFIG = f"""
 configVersion: v1
 # beforeHelm: a change of managedNodes in the ModuleConfig runs the module, not the bindings below.
@@ -63,10 +67,20 @@ def main(ctx: Any) -> None:
     settings = ctx.values.get(MODULE) or {}
     gpus = ctx.snapshots.get("physical_gpus", [])
     _apply(ctx, label_patches(gpus, nodes, settings))
-    # dra.migOffers Auto decides on this count (derive_settings); a change re-renders the module.
-    count = mig_capable_nodes(gpus, nodes, settings)
-    if (settings.get("internal") or {}).get("migCapableNodes", 0) != count:
-        settings.setdefault("internal", {})["migCapableNodes"] = count
+    # dra.migOffers Auto: decided here, where the nodes are seen, and written only when the
+    # decision changes, so a node coming or going renders nothing (lib/settings.py, mig_offers).
+    dra = settings.get("dra") or {}
+    internal = settings.get("internal") or {}
+    decided = mig_offers(
+        dra.get("migOffers", "Auto"),
+        mig_capable_nodes(gpus, nodes, settings),
+        cluster_nodes(nodes),
+        ((ctx.values.get("global") or {}).get("discovery") or {}).get("kubernetesVersion"),
+        internal.get("migOffers"),
+    )
+    wanted = {"mode": decided["mode"], "reason": decided["reason"]}
+    if internal.get("migOffers", AUTO_START) != wanted:
+        settings.setdefault("internal", {})["migOffers"] = wanted
         ctx.values[MODULE] = settings
 
 

@@ -97,6 +97,11 @@ def mig_capable_nodes(gpus: Iterable[Any], nodes: Iterable[Any], settings: Mappi
     return len(capable & _managed(_nodes(nodes), settings))
 
 
+def cluster_nodes(nodes: Iterable[Any]) -> int:
+    """Every Node: the scheduler tries each of them for a GPU Pod, CPU-only ones too."""
+    return len(_nodes(nodes))
+
+
 def _managed(by_name: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> set[str]:
     managed = settings.get("managedNodes") or {}
     opt_out = managed.get("optOutLabel") or DEFAULT_OPT_OUT_LABEL

@@ -54,16 +54,17 @@ def driver_root_mount(root: str) -> dict[str, str]:
     }
 
 
-# dra.migOffers: Auto. On kube-scheduler 1.34-1.36 every node that publishes counters (a node
-# offering dynamic MIG) is gathered for every node the scheduler tries, so each GPU Pod of the
-# cluster pays in proportion to the square of their number (docs/DRA.md, "Scale"). Measured on a
-# real 1.35 scheduler (benchmarks/real_scheduler.py): 10 such nodes cost ~4x a plain card per Pod,
-# 40 nodes ~70x, 200 nodes ~500x (seconds per Pod). Past MIG_OFFERS_THRESHOLD nodes Auto offers
-# dynamic MIG only on nodes labelled gpu.deckhouse.io/mig=true; it goes back below
-# MIG_OFFERS_THRESHOLD - MIG_OFFERS_HYSTERESIS, so a cluster hovering at the line does not roll
-# gpu-handler on every node each time a node comes or goes. 1.37 has the fix (PR #138917).
-MIG_OFFERS_THRESHOLD = 16
-MIG_OFFERS_HYSTERESIS = 4
+# dra.migOffers: Auto. On kube-scheduler 1.34-1.36, for every node it tries, the scheduler gathers
+# the counter slices of every node that offers dynamic MIG and then scans all slices of the
+# cluster, so each GPU Pod pays about (nodes in the cluster) x (nodes offering dynamic MIG).
+# Measured on real 1.35/1.36 schedulers (benchmarks/real_scheduler.py, 8 H100 a node, ms of
+# scheduler CPU per Pod against ~15 for plain cards): 10 of 10 nodes ~46, 40 of 40 ~500, 16 of 200
+# ~330, 200 of 200 ~8,000-12,000. Auto keeps dynamic MIG on every node while that product stays
+# within MIG_OFFERS_BUDGET (16 of 16 nodes: ~100 ms per Pod), and past it offers dynamic MIG only on
+# nodes labelled gpu.deckhouse.io/mig=true; it goes back only below 3/4 of the budget, so a cluster
+# at the line does not roll gpu-handler on every node each time a node comes or goes. 1.37 has the
+# fix (upstream PR #138917).
+MIG_OFFERS_BUDGET = 16 * 16
 FIXED_SCHEDULER_MINOR = 37
 
 
@@ -75,19 +76,33 @@ def kube_minor(version: Any) -> int | None:
     return int(parts[1])
 
 
-def mig_offers(setting: Any, mig_nodes: Any, kube_version: Any, previous: Any) -> dict[str, Any]:
-    """Which nodes offer dynamic MIG, and why: {"mode": AllNodes|OptIn, "reason", "migNodes"}."""
-    nodes = mig_nodes if isinstance(mig_nodes, int) and mig_nodes >= 0 else 0
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def mig_offers(setting: Any, mig_nodes: Any, nodes: Any, kube_version: Any, previous: Any) -> dict[str, Any]:
+    """Which nodes offer dynamic MIG, and why: {"mode": AllNodes|OptIn, "reason", "migNodes", "nodes"}."""
+    counts = {"migNodes": _count(mig_nodes), "nodes": max(_count(nodes), _count(mig_nodes))}
     if setting in ("AllNodes", "OptIn"):
-        return {"mode": setting, "reason": "Configured", "migNodes": nodes}
+        return {"mode": setting, "reason": "Configured", **counts}
     minor = kube_minor(kube_version)
     if minor is not None and minor >= FIXED_SCHEDULER_MINOR:
-        return {"mode": "AllNodes", "reason": "SchedulerScales", "migNodes": nodes}
+        return {"mode": "AllNodes", "reason": "SchedulerScales", **counts}
     was_opt_in = isinstance(previous, dict) and previous.get("mode") == "OptIn"
-    limit = MIG_OFFERS_THRESHOLD - MIG_OFFERS_HYSTERESIS if was_opt_in else MIG_OFFERS_THRESHOLD
-    if nodes > limit:
-        return {"mode": "OptIn", "reason": "ManyMIGNodes", "migNodes": nodes}
-    return {"mode": "AllNodes", "reason": "FewMIGNodes", "migNodes": nodes}
+    budget = MIG_OFFERS_BUDGET * 3 // 4 if was_opt_in else MIG_OFFERS_BUDGET
+    if counts["migNodes"] * counts["nodes"] > budget:
+        return {"mode": "OptIn", "reason": "HighSchedulerCost", **counts}
+    return {"mode": "AllNodes", "reason": "LowSchedulerCost", **counts}
+
+
+def effective_mig_offers(setting: Any, decided: Any) -> dict[str, str]:
+    """The mode gpu-handler gets: an explicit setting at once; for Auto, what the gpu_node_labels
+    hook decided from the nodes (AllNodes until it has)."""
+    if setting in ("AllNodes", "OptIn"):
+        return {"mode": setting, "reason": "Configured"}
+    if isinstance(decided, dict) and decided.get("mode") in ("AllNodes", "OptIn"):
+        return {"mode": str(decided["mode"]), "reason": str(decided.get("reason") or "")}
+    return {"mode": "AllNodes", "reason": "LowSchedulerCost"}
 
 
 class SettingsError(ValueError):
@@ -120,8 +135,6 @@ def mig_profiles(rules: Any) -> list[dict[str, Any]]:
 def derive(settings: Mapping[str, Any], global_values: Mapping[str, Any]) -> dict[str, Any]:
     dra = settings.get("dra") or {}
     internal = settings.get("internal") or {}
-    previous = ((internal.get("settings") or {}).get("dra") or {}).get("migOffers")
-    kube_version = (global_values.get("discovery") or {}).get("kubernetesVersion")
     return {
         "highAvailability": high_availability(settings, global_values),
         "logLevel": LOG_LEVELS.get(str(settings.get("logLevel")), "info"),
@@ -131,8 +144,6 @@ def derive(settings: Mapping[str, Any], global_values: Mapping[str, Any]) -> dic
             "consumableCapacity": DRA_MODES.get(str(dra.get("consumableCapacity")), "auto"),
             "deviceTaints": DRA_MODES.get(str(dra.get("deviceTaints")), "auto"),
             "migProfiles": mig_profiles(dra.get("migProfiles") or []),
-            "migOffers": mig_offers(
-                dra.get("migOffers", "Auto"), internal.get("migCapableNodes"), kube_version, previous
-            ),
+            "migOffers": effective_mig_offers(dra.get("migOffers", "Auto"), internal.get("migOffers")),
         },
     }

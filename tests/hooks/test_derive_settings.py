@@ -39,7 +39,7 @@ def test_defaults_follow_the_cluster_and_use_every_feature_automatically() -> No
             "consumableCapacity": "auto",
             "deviceTaints": "auto",
             "migProfiles": [],
-            "migOffers": {"mode": "AllNodes", "reason": "FewMIGNodes", "migNodes": 0},
+            "migOffers": {"mode": "AllNodes", "reason": "LowSchedulerCost"},
         },
     }
 
@@ -92,7 +92,7 @@ def test_dra_feature_modes_become_handler_flags(mode: str, flag: str) -> None:
         "consumableCapacity": flag,
         "deviceTaints": flag,
         "migProfiles": [],
-        "migOffers": {"mode": "AllNodes", "reason": "FewMIGNodes", "migNodes": 0},
+        "migOffers": {"mode": "AllNodes", "reason": "LowSchedulerCost"},
     }
 
 

@@ -195,8 +195,10 @@ def test_the_jq_filters_extract_what_the_hook_reads() -> None:
     assert jq(NODE_FILTER, {"metadata": {"name": "w2"}}) == {"name": "w2", "labels": {}}
 
 
-def test_the_mig_capable_managed_nodes_are_counted_for_mig_offers() -> None:
-    """dra.migOffers Auto decides on this count (tests/hooks/test_derive_mig_offers.py)."""
+def test_the_mig_capable_managed_nodes_and_every_node_are_counted_for_mig_offers() -> None:
+    """dra.migOffers Auto decides on these counts (tests/hooks/test_derive_mig_offers.py)."""
+    from lib.gpu_node_labels import cluster_nodes, mig_capable_nodes  # noqa: PLC0415
+
     capable = [
         {"filterResult": {"node": "a", "driverReady": "True", "migSupported": True}},
         {"filterResult": {"node": "a", "driverReady": "True", "migSupported": False}},
@@ -206,10 +208,5 @@ def test_the_mig_capable_managed_nodes_are_counted_for_mig_offers() -> None:
         {"filterResult": {"node": "gone", "migSupported": True}},
     ]
     nodes = [node("a"), node("b"), node("t4"), node("out", **{"gpu.deckhouse.io/disabled": ""})]
-    out = run_hook(capable, nodes)
-    assert out.values["gpu"]["internal"]["migCapableNodes"] == 2
-    # Unchanged, it is not written again: a steady cluster does not re-render the module.
-    values = {"global": {}, "gpu": {"internal": {"migCapableNodes": 2}}}
-    context = [{"binding": "main", "type": "Group", "snapshots": {"physical_gpus": capable, "nodes": nodes}}]
-    again = hook.testrun(HOOK.main, binding_context=context, initial_values=values)
-    assert not [p for p in again.values_patches.data if "migCapableNodes" in p["path"]]
+    assert mig_capable_nodes(capable, nodes, {}) == 2
+    assert cluster_nodes(nodes) == 4  # every Node, opted out or not: the scheduler tries them all

@@ -161,7 +161,6 @@ def test_values_extend_the_settings_and_declare_the_hook_values() -> None:
     merged = with_defaults(VALUES, {"internal": {}})
     assert merged["internal"] == {
         "settings": {},
-        "migCapableNodes": 0,
         "webhookCert": {"ca": "", "crt": "", "key": ""},
     }
     assert problems(VALUES, merged) == []

@@ -77,6 +77,7 @@ def capacity(api: KubeAPI, only_class: str | None = None, only_node: str | None 
             raise InputError(f'DeviceClass "{only_class}" not found')
         classes = {only_class: classes[only_class]}
     nodes = reads.nodes()
+    everywhere = len(nodes)
     if only_node is not None:
         nodes = [n for n in nodes if n.name == only_node]
         if not nodes:
@@ -87,7 +88,7 @@ def capacity(api: KubeAPI, only_class: str | None = None, only_node: str | None 
     found = capacity_report.capacity(inventory, classes, state, semantics, nodes, owners)
     names = sorted(n.name for n in nodes)
     problems = [*problems, *inventory.problems, *state.problems]
-    cost = scheduler_cost(inventory, semantics.version)
+    cost = scheduler_cost(inventory, semantics.version, everywhere)
     return CapacityReport(semantics.version, found, names, problems, cost)
 
 
