@@ -17,6 +17,7 @@ GRPC_GO_KUBELET := .tools/grpc-go-kubelet
 # Real Kubernetes binaries for the real-cluster tier (tests/real): ../shared/k8s decompressed
 # once by tools/fetch-kube-assets; KUBE_ASSETS points the tests at another directory.
 KUBE_ASSETS_STAMP := .tools/k8s/.fetched
+SHARED_K8S ?= ../shared/k8s
 
 .PHONY: venv proto demo test lint typecheck unit real-tier bench chaos clean
 
@@ -56,7 +57,7 @@ $(GRPC_GO_KUBELET): tools/fetch-grpc-go tests/support/grpc_go_kubelet/main.go
 	tools/fetch-grpc-go
 
 $(KUBE_ASSETS_STAMP): tools/fetch-kube-assets | $(VENV)/.installed
-	PYTHON=$(PY) tools/fetch-kube-assets
+	PYTHON=$(PY) tools/fetch-kube-assets $(SHARED_K8S)
 	touch $@
 
 unit: venv $(PROMTOOL) $(PROMETHEUS) $(GRPC_GO_KUBELET) $(KUBE_ASSETS_STAMP)

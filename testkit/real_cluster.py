@@ -6,11 +6,12 @@ kube-scheduler, kube-controller-manager and kubelets on Kubernetes' fake contain
 
 The binaries come from one directory, ``KUBE_ASSETS`` (named as controller-runtime's
 ``KUBEBUILDER_ASSETS``), laid out as ``v<major.minor>/<binary>``; by default ``.tools/k8s``,
-which ``tools/fetch-kube-assets`` fills from ``../shared/k8s``. Each cluster has its own CA,
+which ``tools/fetch-kube-assets`` fills from the team's shared binaries (the Makefile's
+``SHARED_K8S``). Each cluster has its own CA,
 service-account keys and the DRA feature gates of its version; a test session shares one cluster
 per version (``tests/real/conftest.py``) and stops everything it started, by pid, at exit.
 
-What these machines taught (``../shared/k8s/README.md``): an unknown feature gate stops
+What these machines taught (the README beside the shared binaries): an unknown feature gate stops
 kube-apiserver at start, so gates are per version; kube-apiserver drains for seconds after
 SIGTERM, so a stop waits for the pid; a kubelet with the fake runtime deletes the files of its
 working directory when a Pod goes, so it starts in an empty directory of its own.
@@ -45,7 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 ASSETS_VARIABLE = "KUBE_ASSETS"
 REQUIRED_VARIABLE = "KUBE_ASSETS_REQUIRED"
 DEFAULT_ASSETS = REPO / ".tools" / "k8s"
-# The versions of ../shared/k8s; the tests parametrize over those whose binaries are present.
+# The versions of the shared binaries; the tests parametrize over those whose binaries are present.
 VERSIONS = ("1.34", "1.35", "1.36")
 KUBELET_VERSIONS = ("1.35", "1.36")
 

@@ -80,7 +80,7 @@ class Kubelet:
     def start(self) -> Kubelet:
         cluster = self.cluster
         if cluster.version not in KUBELET_VERSIONS:
-            raise AssetsMissing(f"no kubelet of {cluster.version} in ../shared/k8s")
+            raise AssetsMissing(f"no kubelet of {cluster.version} among the shared binaries")
         binaries(cluster.version, "kubelet", "lab-fakecri")
         if os.geteuid() != 0:
             raise AssetsMissing("a kubelet must run as root")

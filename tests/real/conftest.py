@@ -4,7 +4,7 @@
 """The real-cluster tier: every test here runs against real Kubernetes servers that the test run
 starts itself (testkit/real_cluster.py), one cluster per version, shared by the whole run.
 
-``real_cluster`` is parametrized over the versions of ``../shared/k8s``; ``kubelet_cluster``
+``real_cluster`` is parametrized over the versions of the shared binaries; ``kubelet_cluster``
 over those that ship a kubelet. Where a version's binaries are absent the test skips with one
 line saying where they were looked for, unless ``KUBE_ASSETS_REQUIRED`` is set (``.ci/run``
 sets it): then the absence fails the test.

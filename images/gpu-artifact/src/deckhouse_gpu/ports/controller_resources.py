@@ -18,7 +18,7 @@ DEVICE_CLASSES = Resource("resource.k8s.io", "v1", "deviceclasses", "DeviceClass
 RESOURCE_CLAIM_TEMPLATES = Resource(
     "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", namespaced=True
 )
-# gpu-dra-controller: the administrator's classes it turns into DeviceClasses (ARCHITECTURE D12).
+# gpu-dra-controller: the administrator's classes it turns into DeviceClasses (DESIGN.md D14).
 GPU_CLASSES = Resource(
     gpuclass.GROUP, gpuclass.VERSION, gpuclass.PLURAL, gpuclass.KIND, namespaced=False, has_status=True
 )

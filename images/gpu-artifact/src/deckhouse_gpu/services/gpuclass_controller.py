@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """gpu-dra-controller's GPUClass loop: for each GPUClass, the DeviceClass of the same name and
-the Ready condition (ARCHITECTURE D12; the rules are in domain/gpuclass).
+the Ready condition (DESIGN.md D14; the rules are in domain/gpuclass).
 
 It runs in gpu-dra-controller, beside the allocator whose caches of slices and nodes it reads:
 the classes are DRA objects, and how many devices a class selects is read off the same slices.

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """GPUClass: the administrator's class of GPUs, and the DeviceClass of the same name it becomes
-(ARCHITECTURE D12). ``spec`` reads and checks the object, ``render`` makes the DeviceClass,
+(DESIGN.md D14). ``spec`` reads and checks the object, ``render`` makes the DeviceClass,
 ``status`` words the Ready condition."""
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def opaque_config(spec: GpuClassSpec) -> list[Object]:
     """The driver's configuration every request of the class gets (docs/CLAIM_CONFIG.md)."""
     parameters: Object | None = None
     if spec.vfio:
-        # What the virtualization module sends in its own claims, too (ARCHITECTURE D12).
+        # What the virtualization module sends in its own claims, too (DESIGN.md D14).
         parameters = {"apiVersion": CONFIG_API_VERSION, "kind": VFIO_KIND}
     elif spec.sharing is not None:
         sharing: Object = {"strategy": spec.sharing.strategy.value}
