@@ -36,4 +36,5 @@ def respell(parameters: Any) -> Any:
     if not isinstance(parameters, dict) or parameters.get("apiVersion") != LEGACY_API_VERSION:
         return parameters
     kind = parameters.get("kind")
-    return {**parameters, "apiVersion": API_VERSION, "kind": CANONICAL_KINDS.get(kind, kind)}
+    canonical = CANONICAL_KINDS.get(kind, kind) if isinstance(kind, str) else kind
+    return {**parameters, "apiVersion": API_VERSION, "kind": canonical}
