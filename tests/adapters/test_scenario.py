@@ -134,11 +134,13 @@ def test_the_vm_scenario_passes_a_card_through_and_meets_the_refusals():
     assert (worker.iommu, guest.iommu, guest.machine) == (True, True, "vm")
     assert [gpu.audio for gpu in worker.gpus] == [True, False]
     kinds = [step.kind for step in vm.steps]
-    assert kinds == ["prepareClaim", "prepareClaim", "setBusy", "prepareClaim", "unprepareClaim"]
-    first = vm.steps[0].args
+    # First a Deckhouse VM's card through a GPUClass, then the claims KubeVirt and others bring.
+    assert kinds[:3] == ["gpuClass", "vmPod", "deletePod"]
+    assert kinds[3:] == ["prepareClaim", "prepareClaim", "setBusy", "prepareClaim", "unprepareClaim"]
+    first = vm.steps[3].args
     assert first["pod"]["annotations"] == {"gpu.deckhouse.io/vfio": "true"}
-    assert vm.steps[1].args["config"] == {"kind": "VfioDeviceConfig"}
-    assert vm.steps[2].args["pids"] == [31337]
+    assert vm.steps[4].args["config"] == {"kind": "VfioDeviceConfig"}
+    assert vm.steps[5].args["pids"] == [31337]
 
 
 @pytest.mark.parametrize(
