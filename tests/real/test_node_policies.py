@@ -417,3 +417,73 @@ def test_any_other_pod_is_refused_even_on_its_own_node(world: World) -> None:
         world.create(world.handler, shell),
         "gpu-handler may only create and delete MPS daemon Pods (label app=gpu-mps), not shell",
     )
+
+
+CLAIMS_NAMESPACE = "gpu-policy-claims"
+OUR_DRIVER = "gpu.deckhouse.io"
+
+
+def allocated_claim(world: World, name: str, node: str) -> dict[str, Any]:
+    """A ResourceClaim allocated on ``node`` (written by the admin, as the scheduler would)."""
+    cluster = world.cluster
+    cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLAIMS_NAMESPACE}})
+    claim = {
+        "apiVersion": SLICE,
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": CLAIMS_NAMESPACE},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "any"}}]}},
+    }
+    cluster.delete(SLICE, "ResourceClaim", name, CLAIMS_NAMESPACE)
+    cluster.wait_for(lambda: cluster.create(claim), 30, f"claim {name} created")
+    world.stored.append((SLICE, "ResourceClaim", name, CLAIMS_NAMESPACE))
+    selector = {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
+    }
+    result = {"request": "gpu", "driver": OUR_DRIVER, "pool": node, "device": "gpu-0000-17-00-0"}
+    status = {"allocation": {"devices": {"results": [result]}, "nodeSelector": selector}}
+    current = cluster.get(SLICE, "ResourceClaim", name, CLAIMS_NAMESPACE)
+    current["status"] = status
+    return dict(cluster.request("PUT", object_path(claim) + "/status", current))
+
+
+def devices_of(claim: Mapping[str, Any]) -> dict[str, Any]:
+    result = claim["status"]["allocation"]["devices"]["results"][0]
+    device = {key: result[key] for key in ("driver", "pool", "device")}
+    return {
+        "status": {
+            "devices": [
+                device
+                | {
+                    "conditions": [
+                        {
+                            "type": "Ready",
+                            "status": "True",
+                            "reason": "Prepared",
+                            "message": "",
+                            "lastTransitionTime": "2026-12-02T00:00:00Z",
+                        }
+                    ]
+                }
+            ]
+        }
+    }
+
+
+def test_the_handler_writes_the_devices_of_claims_allocated_on_its_node_only(world: World) -> None:
+    """1.36 checks it itself (resourceclaims/driver, associated-node); on 1.34 and 1.35 only the
+    policy stands between a stolen gpu-handler token and every node's claims."""
+    own = allocated_claim(world, f"own-{world.node.replace('.', '-')}", world.node)
+    other = allocated_claim(world, f"other-{world.node.replace('.', '-')}", f"other-{world.node}")
+    allowed(world.patch(world.handler, own, devices_of(own), "/status"))
+    answer = world.patch(world.handler, other, devices_of(other), "/status")
+    if world.cluster.version == "1.36":  # its own authorization refuses it, as a 422 on the field
+        assert answer.status == 422, (answer.status, answer.message)
+        assert "resourceclaims/driver" in answer.message, answer.message
+    else:
+        refused(answer, f"node {world.node} may only write the status of ResourceClaims allocated on it")
+    # Never its reservations, not even on its own node (the allocation itself is immutable).
+    reserved = {"resource": "pods", "name": "someone", "uid": "5f1c9a2e-0000-4000-8000-000000000001"}
+    answer = world.patch(world.handler, own, {"status": {"reservedFor": [reserved]}}, "/status")
+    assert answer.status in (403, 422), (answer.status, answer.message)
+    if world.cluster.version != "1.36":
+        refused(answer, "may write only status.devices of ResourceClaim")
