@@ -200,6 +200,21 @@ def test_an_invalid_spec_is_not_ready_and_writes_nothing(
     assert device_class(kube, "bad") is None
 
 
+def test_a_class_not_ready_is_logged_at_info_without_crashing_the_reconcile(
+    kube: MemoryKube, running: RunningDraController, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Components log at info in production: a log field named like a LogRecord attribute
+    ("message") made every not-Ready class's reconcile raise after its status was written."""
+    caplog.set_level("INFO", logger="deckhouse_gpu.services.gpuclass_controller")
+    kube.create(GPU_CLASSES, gpu_class("bad-logged", {"deviceKind": "MIG"}))
+    wait_ready(kube, "bad-logged", status.INVALID_SPEC)
+    wait_for(lambda: any(r.getMessage() == "GPUClass not ready" for r in caplog.records), 5, "logged")
+    logged = next(r for r in caplog.records if r.getMessage() == "GPUClass not ready")
+    assert logged.__dict__["reason"] == status.INVALID_SPEC
+    assert "spec.migProfile: required with deviceKind MIG" in logged.__dict__["detail"]
+    assert not [r for r in caplog.records if r.getMessage() == "GPUClass reconcile crashed"]
+
+
 def test_an_extended_resource_name_belongs_to_the_oldest_class(
     kube: MemoryKube, running: RunningDraController
 ) -> None:

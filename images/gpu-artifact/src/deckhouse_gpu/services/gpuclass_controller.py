@@ -264,7 +264,7 @@ class GpuClassController(RuntimeProbes):
         if not verdict.ready:
             log.info(
                 "GPUClass not ready",
-                extra={"gpuclass": meta["name"], "reason": verdict.reason, "message": verdict.message},
+                extra={"gpuclass": meta["name"], "reason": verdict.reason, "detail": verdict.message},
             )
         return Outcome(verdict)
 
