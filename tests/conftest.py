@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -47,3 +48,15 @@ def short_root() -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="gpu-"))
     yield root
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _root_logging() -> Iterator[None]:
+    """A component's main() run in a test points the root logger at that test's captured stderr
+    (adapters/json_logging.configure); put it back, so later tests' threads never log into a
+    closed stream and keep the level they started with."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
