@@ -454,6 +454,38 @@ class RealCluster:
         context.load_cert_chain(str(credential.crt), str(credential.key))
         return context
 
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        token: str | None = None,
+        content_type: str = "application/json",
+        timeout: float = 30,
+    ) -> tuple[int, str]:
+        """One call, as the cluster's admin or with a bearer ``token``: the HTTP status and the
+        answer's text, whatever the status."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(  # noqa: S310 - https to the test's own server
+            self.server + path, data=data, method=method
+        )
+        if data is not None:
+            request.add_header("Content-Type", content_type)
+        request.add_header("Accept", "application/json")
+        if token is None:
+            context = self.ssl_context()
+        else:
+            request.add_header("Authorization", f"Bearer {token}")
+            context = ssl.create_default_context(cafile=str(self.pki.ca))
+        try:
+            with urllib.request.urlopen(  # noqa: S310 - https to the test's own server
+                request, context=context, timeout=timeout
+            ) as answer:
+                return int(answer.status), answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return int(error.code), error.read().decode(errors="replace")
+
     def request(
         self,
         method: str,
@@ -465,28 +497,24 @@ class RealCluster:
         timeout: float = 30,
     ) -> Any:
         """One call as the cluster's admin; an error answer raises ApiError with its Status."""
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(  # noqa: S310 - https to the test's own server
-            self.server + path, data=data, method=method
-        )
-        if data is not None:
-            request.add_header("Content-Type", content_type)
-        request.add_header("Accept", "application/json")
-        try:
-            with urllib.request.urlopen(  # noqa: S310 - https to the test's own server
-                request, context=self.ssl_context(), timeout=timeout
-            ) as answer:
-                text = answer.read().decode()
-        except urllib.error.HTTPError as error:
-            payload = error.read().decode(errors="replace")
-            try:
-                status = json.loads(payload)
-            except ValueError:
-                status = {"message": payload}
-            raise ApiError(error.code, status, method, path) from None
+        status, text = self.send(method, path, body, content_type=content_type, timeout=timeout)
+        if status >= 400:
+            raise ApiError(status, decoded(text), method, path)
         if raw:
             return text
         return json.loads(text) if text else {}
+
+    def as_token(
+        self,
+        token: str,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None = None,
+        content_type: str = "application/json",
+    ) -> tuple[int, dict[str, Any]]:
+        """One call with a bearer token: the status and the answer (a Status when refused)."""
+        status, text = self.send(method, path, body, token=token, content_type=content_type)
+        return status, decoded(text)
 
     def create(self, obj: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         path = collection_path(obj)
@@ -535,6 +563,14 @@ class RealCluster:
                     return last
             time.sleep(0.25)
         raise TimeoutError(f"{what}: not after {timeout:.0f} s (last: {last!r})")
+
+
+def decoded(text: str) -> dict[str, Any]:
+    """An answer's JSON; a body that is not JSON (a proxy's error page) as its message."""
+    try:
+        return dict(json.loads(text)) if text else {}
+    except ValueError:
+        return {"message": text}
 
 
 def _ref(api_version: str, kind: str, name: str, namespace: str | None) -> dict[str, Any]:

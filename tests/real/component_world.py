@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import secrets
-import ssl
 import sys
 import threading
 import urllib.error
@@ -214,23 +212,8 @@ def as_token(
 ) -> tuple[int, dict[str, Any]]:
     """One request with ``token`` (a PATCH is a JSON merge patch, as the components send): the
     HTTP status and the answer (a Status when refused)."""
-    data = json.dumps(body).encode() if body is not None else None
     content_type = "application/merge-patch+json" if method == "PATCH" else "application/json"
-    request = urllib.request.Request(cluster.server + path, data=data, method=method)  # noqa: S310
-    request.add_header("Authorization", f"Bearer {token}")
-    request.add_header("Accept", "application/json")
-    if data is not None:
-        request.add_header("Content-Type", content_type)
-    context = ssl.create_default_context(cafile=str(cluster.pki.ca))
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=30) as answer:  # noqa: S310
-            return int(answer.status), json.loads(answer.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        text = error.read().decode(errors="replace")
-        try:
-            return int(error.code), json.loads(text)
-        except ValueError:
-            return int(error.code), {"message": text}
+    return cluster.as_token(token, method, path, body, content_type)
 
 
 # ---------------------------------------------------------------------------------------------

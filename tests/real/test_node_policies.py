@@ -16,11 +16,7 @@ only the module's accounts in d8-gpu.
 
 from __future__ import annotations
 
-import json
 import secrets
-import ssl
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -64,24 +60,7 @@ def as_token(
     content_type: str = "application/json",
 ) -> Answer:
     """One call with a bearer token; the answer whatever its status."""
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(  # noqa: S310 - https to the test's own server
-        cluster.server + path, data=data, method=method
-    )
-    request.add_header("Authorization", f"Bearer {token}")
-    request.add_header("Accept", "application/json")
-    if data is not None:
-        request.add_header("Content-Type", content_type)
-    context = ssl.create_default_context(cafile=str(cluster.pki.ca))
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=30) as answer:  # noqa: S310
-            return Answer(answer.status, json.loads(answer.read() or b"{}"))
-    except urllib.error.HTTPError as error:
-        payload = error.read()
-        try:
-            return Answer(error.code, json.loads(payload))
-        except ValueError:
-            return Answer(error.code, {"message": payload.decode(errors="replace")})
+    return Answer(*cluster.as_token(token, method, path, body, content_type))
 
 
 @dataclass
