@@ -20,11 +20,9 @@ from lib.gpu_node_labels import (
     mig_capable_nodes,
     removal_patches,
 )
-from lib.settings import mig_offers
+from lib.settings import AUTO_UNDECIDED, mig_offers
 
 MODULE = "gpu"
-# What derive_settings assumes before this hook has decided: nothing to write for a small cluster.
-AUTO_START = {"mode": "AllNodes", "reason": "LowSchedulerCost"}
 CONFIG = f"""
 configVersion: v1
 # beforeHelm: a change of managedNodes in the ModuleConfig runs the module, not the bindings below.
@@ -71,15 +69,15 @@ def main(ctx: Any) -> None:
     # decision changes, so a node coming or going renders nothing (lib/settings.py, mig_offers).
     dra = settings.get("dra") or {}
     internal = settings.get("internal") or {}
-    decided = mig_offers(
+    wanted = mig_offers(
         dra.get("migOffers", "Auto"),
         mig_capable_nodes(gpus, nodes, settings),
         cluster_nodes(nodes),
         ((ctx.values.get("global") or {}).get("discovery") or {}).get("kubernetesVersion"),
         internal.get("migOffers"),
     )
-    wanted = {"mode": decided["mode"], "reason": decided["reason"]}
-    if internal.get("migOffers", AUTO_START) != wanted:
+    # Before any decision derive_settings already gives AUTO_UNDECIDED: nothing to write for it.
+    if internal.get("migOffers", AUTO_UNDECIDED) != wanted:
         settings.setdefault("internal", {})["migOffers"] = wanted
         ctx.values[MODULE] = settings
 

@@ -76,33 +76,33 @@ def kube_minor(version: Any) -> int | None:
     return int(parts[1])
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
+# What Auto gives before the gpu_node_labels hook has decided: a cluster it has not counted yet.
+AUTO_UNDECIDED = {"mode": "AllNodes", "reason": "LowSchedulerCost"}
 
 
-def mig_offers(setting: Any, mig_nodes: Any, nodes: Any, kube_version: Any, previous: Any) -> dict[str, Any]:
-    """Which nodes offer dynamic MIG, and why: {"mode": AllNodes|OptIn, "reason", "migNodes", "nodes"}."""
-    counts = {"migNodes": _count(mig_nodes), "nodes": max(_count(nodes), _count(mig_nodes))}
+def mig_offers(setting: Any, mig_nodes: int, nodes: int, kube_version: Any, previous: Any) -> dict[str, str]:
+    """Which nodes offer dynamic MIG, and why: {"mode": AllNodes|OptIn, "reason"}. ``nodes`` is never
+    taken below ``mig_nodes``."""
     if setting in ("AllNodes", "OptIn"):
-        return {"mode": setting, "reason": "Configured", **counts}
+        return {"mode": setting, "reason": "Configured"}
     minor = kube_minor(kube_version)
     if minor is not None and minor >= FIXED_SCHEDULER_MINOR:
-        return {"mode": "AllNodes", "reason": "SchedulerScales", **counts}
+        return {"mode": "AllNodes", "reason": "SchedulerScales"}
     was_opt_in = isinstance(previous, dict) and previous.get("mode") == "OptIn"
     budget = MIG_OFFERS_BUDGET * 3 // 4 if was_opt_in else MIG_OFFERS_BUDGET
-    if counts["migNodes"] * counts["nodes"] > budget:
-        return {"mode": "OptIn", "reason": "HighSchedulerCost", **counts}
-    return {"mode": "AllNodes", "reason": "LowSchedulerCost", **counts}
+    if mig_nodes * max(nodes, mig_nodes) > budget:
+        return {"mode": "OptIn", "reason": "HighSchedulerCost"}
+    return dict(AUTO_UNDECIDED)
 
 
 def effective_mig_offers(setting: Any, decided: Any) -> dict[str, str]:
     """The mode gpu-handler gets: an explicit setting at once; for Auto, what the gpu_node_labels
-    hook decided from the nodes (AllNodes until it has)."""
+    hook decided from the nodes (AUTO_UNDECIDED until it has)."""
     if setting in ("AllNodes", "OptIn"):
         return {"mode": setting, "reason": "Configured"}
     if isinstance(decided, dict) and decided.get("mode") in ("AllNodes", "OptIn"):
         return {"mode": str(decided["mode"]), "reason": str(decided.get("reason") or "")}
-    return {"mode": "AllNodes", "reason": "LowSchedulerCost"}
+    return dict(AUTO_UNDECIDED)
 
 
 class SettingsError(ValueError):
