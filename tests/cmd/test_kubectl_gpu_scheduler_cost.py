@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import tests.hooks.conftest  # noqa: F401 - hooks/ on the path, for lib.settings
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_cluster import RESOURCES, GpuCluster
 from tests.cmd.kubectl_gpu_world import World, kubeconfig
@@ -60,3 +61,12 @@ def test_a_fixed_scheduler_is_not_warned_about(tmp_path: Path) -> None:
     assert code == 0
     assert "warning:" not in text
     assert "20 nodes publish counters (dynamic MIG)." in text
+
+
+def test_the_warning_and_the_module_switch_at_the_same_budget() -> None:
+    """The hooks run without the module's package, so each side keeps the number; they must agree."""
+    from lib.settings import MIG_OFFERS_BUDGET  # noqa: PLC0415 - tests/hooks/conftest puts hooks/ on the path
+
+    from deckhouse_gpu.domain.report.scheduler_cost import BUDGET  # noqa: PLC0415
+
+    assert BUDGET == MIG_OFFERS_BUDGET
