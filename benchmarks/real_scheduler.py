@@ -95,33 +95,9 @@ def node_slices(policy: OfferPolicy, minor: int) -> str:
     return json.dumps(render(TOKEN, [card_offers(card, policy) for card in cards], minor, 1, None))
 
 
-def node_object(name: str, run: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"bench-run": run, "kubernetes.io/hostname": name}},
-        "status": {
-            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "250"},
-            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "250"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok"}],
-        },
-    }
-
-
 def add_nodes(cluster: RealCluster, names: list[str], run: str) -> None:
-    def one(name: str) -> None:
-        node = node_object(name, run)
-        cluster.create(node)
-        # The status is a subresource: a Ready condition, and no not-ready taint (1.36 adds one
-        # at creation); merge patches, since the controller-manager writes Nodes too.
-        merge = "application/merge-patch+json"
-        cluster.request(
-            "PATCH", f"/api/v1/nodes/{name}/status", {"status": node["status"]}, content_type=merge
-        )
-        cluster.request("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": None}}, content_type=merge)
-
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(one, names))
+        list(pool.map(lambda name: cluster.add_node(name, {"bench-run": run}), names))
 
 
 def publish(cluster: RealCluster, template: str, names: list[str], run: str) -> int:

@@ -374,6 +374,21 @@ class RealCluster:
                 ],
             )
 
+    def add_node(self, name: str, labels: Mapping[str, str] | None = None) -> None:
+        """A Node without a kubelet, Ready and untainted: the scheduler binds Pods to it and nothing
+        runs them. The status is a subresource, and merge patches leave the controller-manager's
+        own writes alone; 1.36 taints a new Node not-ready at creation."""
+        metadata = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
+        self.create({"apiVersion": "v1", "kind": "Node", "metadata": metadata})
+        resources = {"cpu": "64", "memory": "512Gi", "pods": "250"}
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "a fake node"}
+        ready |= {"lastHeartbeatTime": now, "lastTransitionTime": now}
+        status = {"capacity": resources, "allocatable": resources, "conditions": [ready]}
+        merge = "application/merge-patch+json"
+        self.request("PATCH", f"/api/v1/nodes/{name}/status", {"status": status}, content_type=merge)
+        self.request("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": None}}, content_type=merge)
+
     def start_kubelet(self, node: str) -> Kubelet:
         """A kubelet on the fake runtime, registered as ``node`` and Ready, once per name."""
         with self._lock:

@@ -86,38 +86,6 @@ class Case:
     allocated: list[dict[str, Any]] = field(default_factory=list)  # the scheduler's results so far
 
 
-def _node(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "gpu-test/allocator-diff": "true"},
-        },
-    }
-
-
-def _node_status() -> dict[str, Any]:
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    resources = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-    return {
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "a fake node of the allocator differential test",
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-            ],
-        }
-    }
-
-
 def _pod(name: str, namespace: str, claim: str, node: str) -> dict[str, Any]:
     pinned = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
     return {
@@ -180,14 +148,8 @@ class Run:
 
         def node(case: Case) -> None:
             name = case.pools.node
-            self.cluster.create(_node(name))
+            self.cluster.add_node(name, {"gpu-test/allocator-diff": "true"})
             self.nodes.append(name)
-            self.cluster.request(
-                "PATCH",
-                f"/api/v1/nodes/{name}/status",
-                _node_status(),
-                content_type="application/merge-patch+json",
-            )
             for item in case.pools.slices:
                 case.stored_slices.append(self.cluster.create(item))
                 self.slices.append(item["metadata"]["name"])
