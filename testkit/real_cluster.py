@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from testkit.real_pki import Credential, Pki
+from testkit.waiting import free_port
 
 if TYPE_CHECKING:
     from testkit.real_kubelet import Kubelet
@@ -115,12 +115,6 @@ def binaries(version: str, *names: str) -> Path:
             f"(set {ASSETS_VARIABLE} or run tools/fetch-kube-assets)"
         )
     return directory
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # ---------------------------------------------------------------------------------------------

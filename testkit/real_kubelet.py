@@ -27,12 +27,12 @@ from testkit.real_cluster import (
     AssetsMissing,
     Process,
     binaries,
-    free_port,
     gates,
     kubeconfig_text,
     launch,
     wait_until,
 )
+from testkit.waiting import free_port
 
 if TYPE_CHECKING:
     from testkit.real_cluster import RealCluster

@@ -36,11 +36,11 @@ from testkit.real_cluster import (
     ApiError,
     Process,
     RealCluster,
-    free_port,
     launch,
     object_path,
     wait_until,
 )
+from testkit.waiting import free_port
 from tests.support.helm_chart import Rendered, render
 from tests.support.module_values import module_values
 
