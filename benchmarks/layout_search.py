@@ -32,13 +32,13 @@ from benchmarks.real_scheduler import (
     LAYOUTS,
     SCHEDULERS,
     Run,
+    bench_cluster,
     node_slices,
     report,
-    setup_classes,
 )
 from benchmarks.real_scheduler import measure as measure_run
 from deckhouse_gpu.domain.offers.model import OfferPolicy
-from testkit.real_cluster import ApiError, real_cluster
+from testkit.real_cluster import ApiError
 
 Slices = list[dict[str, Any]]
 NO_ME = frozenset(("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"))
@@ -110,9 +110,7 @@ def main() -> None:
     version, binary, label = next(s for s in SCHEDULERS if s[2] == args.scheduler)
     chosen = args.only.split(",") if args.only else list(CANDIDATES)
     runs: list[Run] = []
-    with real_cluster(version) as cluster:
-        cluster.start_controller_manager("*,-nodelifecycle")
-        setup_classes(cluster)
+    with bench_cluster(version) as cluster:
         for serial, name in enumerate(chosen * args.repeat, start=1):
             slices = CANDIDATES[name]()
             print(f"  {name}: {summary(slices)}", flush=True)

@@ -24,9 +24,11 @@ Ratios are to plain of the same scheduler and size.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,6 +260,17 @@ def report(runs: list[Run], proxy: dict[tuple[str, int], float] | None = None) -
         )
 
 
+@contextlib.contextmanager
+def bench_cluster(version: str) -> Iterator[RealCluster]:
+    """A cluster of ``version`` ready for measure(): the controller-manager for claim templates,
+    the class and the template the Pods use."""
+    with real_cluster(version) as cluster:
+        # Without the node lifecycle controller fake Nodes stay Ready without a kubelet.
+        cluster.start_controller_manager("*,-nodelifecycle")
+        setup_classes(cluster)
+        yield cluster
+
+
 def run(
     sizes: tuple[int, ...] = (40, 200),
     variants: tuple[str, ...] = ("claim template",),
@@ -272,10 +285,7 @@ def run(
         except AssetsMissing as missing:
             print(f"  skipped: {missing}")
             continue
-        with real_cluster(version) as cluster:
-            # Without the node lifecycle controller fake Nodes stay Ready without a kubelet.
-            cluster.start_controller_manager("*,-nodelifecycle")
-            setup_classes(cluster)
+        with bench_cluster(version) as cluster:
             for wanted, binary, label in SCHEDULERS:
                 if wanted != version:
                     continue
