@@ -27,7 +27,10 @@ PHYSICAL_GPU_FILTER = (
     "{node: .status.nodeInfo.nodeName, "
     'vendor: (.metadata.labels["gpu.deckhouse.io/vendor"] // "unknown"), '
     f"driverReady: {_CONDITION.format('DriverReady')}, "
-    f"hardwareHealthy: {_CONDITION.format('HardwareHealthy')}}}"
+    f"hardwareHealthy: {_CONDITION.format('HardwareHealthy')}, "
+    # The reason another owner (a device plugin, the GPU operator) holds the card; "" when none does.
+    'otherOwner: ([.status.conditions[]? | select(.type == "OtherOwner" and .status == "True") '
+    '| .reason][0] // "")}'
 )
 _STATUSES = ("True", "False", "Unknown")
 
@@ -105,6 +108,22 @@ def metrics(gpus: Iterable[Any], nodes: Iterable[Any], internal: Mapping[str, An
                 "action": "set",
                 "value": 1,
                 "labels": {"node": node},
+            }
+        )
+    # Cards gpu-handler offers nothing of, because another owner holds them (DESIGN.md D16).
+    held = Counter(
+        (str(card["node"]), str(card.get("otherOwner")))
+        for card in cards
+        if isinstance(card.get("otherOwner"), str) and card["otherOwner"]
+    )
+    for (node, reason), count in sorted(held.items()):
+        series.append(
+            {
+                "name": "d8_gpu_module_cards_held_by_other_owner",
+                "group": GROUP,
+                "action": "set",
+                "value": count,
+                "labels": {"node": node, "reason": reason},
             }
         )
     expiry = certificate_expiry(internal)

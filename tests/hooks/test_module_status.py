@@ -141,6 +141,7 @@ def test_the_jq_filter_extracts_what_the_hook_reads() -> None:
             "conditions": [
                 {"type": "DriverReady", "status": "True"},
                 {"type": "HardwareHealthy", "status": "False"},
+                {"type": "OtherOwner", "status": "True", "reason": "DevicePlugin"},
             ],
         },
     }
@@ -152,6 +153,7 @@ def test_the_jq_filter_extracts_what_the_hook_reads() -> None:
         "vendor": "nvidia",
         "driverReady": "True",
         "hardwareHealthy": "False",
+        "otherOwner": "DevicePlugin",
     }
     done = subprocess.run(
         ["jq", "-c", PHYSICAL_GPU_FILTER],
@@ -165,4 +167,19 @@ def test_the_jq_filter_extracts_what_the_hook_reads() -> None:
         "vendor": "unknown",
         "driverReady": "Unknown",
         "hardwareHealthy": "Unknown",
+        "otherOwner": "",
+    }
+
+
+def test_cards_another_owner_holds_are_counted_per_node_and_reason() -> None:
+    held = gpu("w1")
+    held["filterResult"]["otherOwner"] = "DevicePlugin"
+    operator = gpu("w2")
+    operator["filterResult"]["otherOwner"] = "GPUOperator"
+    free = gpu("w3")
+    free["filterResult"]["otherOwner"] = ""
+    data = run([held, dict(held), operator, free, gpu("w4")])
+    assert series(data, "d8_gpu_module_cards_held_by_other_owner") == {
+        (("node", "w1"), ("reason", "DevicePlugin")): 2,
+        (("node", "w2"), ("reason", "GPUOperator")): 1,
     }

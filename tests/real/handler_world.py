@@ -129,6 +129,8 @@ class HandlerNode:
     directory: Path = field(init=False)
     handler: HandlerProcess | None = None
     starts: int = 0
+    # What must be on the node before gpu-handler starts (another owner's device plugin, say).
+    before_handler: Callable[[HandlerNode], None] | None = None
 
     # -- paths -------------------------------------------------------------------------------------
 
@@ -174,6 +176,8 @@ class HandlerNode:
         link.symlink_to(self.kubelet.root)
         self._give_ephemeral_storage()
         self._install()
+        if self.before_handler is not None:
+            self.before_handler(self)
         self.start_handler()
         return self
 
@@ -472,8 +476,10 @@ def _vfio_class() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def handler_node(cluster: RealCluster, node: str) -> Iterator[HandlerNode]:
-    started = HandlerNode(cluster, node)
+def handler_node(
+    cluster: RealCluster, node: str, before_handler: Callable[[HandlerNode], None] | None = None
+) -> Iterator[HandlerNode]:
+    started = HandlerNode(cluster, node, before_handler=before_handler)
     try:
         yield started.start()
     finally:

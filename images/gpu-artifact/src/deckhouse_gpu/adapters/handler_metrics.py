@@ -14,7 +14,7 @@ point is to name the claim and Pods each prepared device serves.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -22,6 +22,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 from deckhouse_gpu.adapters.api_write_metrics import ApiWriteMetrics
 from deckhouse_gpu.adapters.attribution_metrics import PreparedDeviceCollector
+from deckhouse_gpu.domain.inventory.other_owner import OWNER_REASONS
 from deckhouse_gpu.domain.metric_labels import (
     MIG_OPERATIONS,
     NVML_ERRORS,
@@ -117,6 +118,15 @@ class HandlerMetrics(ApiWriteMetrics):
             "(feature gate DRAResourceClaimDeviceStatus off)",
             registry=registry,
         )
+        self.other_owner = Gauge(
+            f"{PREFIX}_cards_held_by_other_owner",
+            "This node's cards gpu-handler offers nothing of because another owner holds them "
+            "(a device plugin, node-manager's or the GPU operator's, processes outside DRA), by reason",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in OWNER_REASONS:
+            self.other_owner.labels(reason).set(0)
         for result in PUBLISH_RESULTS:  # present from the start, so rate() sees the first increase
             self.publishes.labels(result)
         for feature in FEATURES:
@@ -171,3 +181,8 @@ class HandlerMetrics(ApiWriteMetrics):
         self.publishes.labels(bounded(result, PUBLISH_RESULTS)).inc()
         for feature in FEATURES:
             self.fallback.labels(feature).set(1 if feature in fallen_back else 0)
+
+    def observe_other_owner(self, held: Mapping[str, int]) -> None:
+        """Cards held by another owner now, by reason (DESIGN.md D16)."""
+        for reason in OWNER_REASONS:
+            self.other_owner.labels(reason).set(held.get(reason, 0))

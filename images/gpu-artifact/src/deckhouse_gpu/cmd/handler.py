@@ -42,6 +42,7 @@ from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.services.other_owner import OwnerBoard
 from deckhouse_gpu.services.sharing_keeper import start_daemon_keeper
 from deckhouse_gpu.services.slice_preview import render_nodes
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
@@ -246,6 +247,9 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         capabilities, health, clock, settings, publisher,
         device_health=device_health, observer=metrics, xid_watcher=xids,
     )  # fmt: skip
+    processes = wiring.gpu_processes(args, nvml)
+    written = capabilities.written_versions.append
+    loop.owners = OwnerBoard(api, args.node_name, events, clock, processes, metrics, written)
     plugin = None
     stop = threading.Event()
     if not args.no_kubelet_plugin:
@@ -254,6 +258,8 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         )  # offers follow what is prepared: prepare reports each change to the loop (DESIGN.md D2 b)
         loop.after_publish = write_base_spec
         prepare.events = events  # MPS daemons recreated: said on the claims that use them
+        prepare.holds = loop.owners.held  # no claim is prepared on another owner's card (DESIGN.md D16)
+        loop.prepared_claims = lambda: list(prepare.claim_names)
         try:
             prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
         except Exception:  # the kubelet's next call rolls back its own claim; keep serving

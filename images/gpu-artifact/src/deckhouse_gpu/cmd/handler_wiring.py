@@ -21,6 +21,7 @@ from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostUnreadable
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError
 from deckhouse_gpu.ports.nvml import NVML
+from deckhouse_gpu.ports.vfio import GpuProcesses
 from deckhouse_gpu.services.prestart import DriverNotFound, PrestartSettings, probe, wait_for_driver
 from deckhouse_gpu.services.slice_publisher import MIG_OFFERS
 from deckhouse_gpu.services.xid_watcher import XidWatcher
@@ -173,3 +174,20 @@ def prestart(args: argparse.Namespace) -> int:
         return 1
     print(f"nvidia-smi: {files.nvidia_smi}\nlibnvidia-ml.so.1: {files.nvml_library}")
     return 0
+
+
+def gpu_processes(args: argparse.Namespace, nvml: NVML) -> GpuProcesses:
+    """Who runs on each card, through the same NVML: processes on a card no claim of this node is
+    prepared on mean another owner uses it (DESIGN.md D16)."""
+    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415 - pynvml loads on first use
+
+    if isinstance(nvml, RealNVML):
+        from deckhouse_gpu.adapters.nvml_vfio import RealGpuProcesses  # noqa: PLC0415
+
+        return RealGpuProcesses(nvml, args.host_root or "/")
+    from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML  # noqa: PLC0415
+    from deckhouse_gpu.adapters.sim.sim_vfio import SimGpuProcesses  # noqa: PLC0415
+
+    if not isinstance(nvml, SimulatedNVML):
+        raise WiringError(f"no process list for {type(nvml).__name__}")
+    return SimGpuProcesses(nvml)

@@ -52,8 +52,8 @@ def _condition(status: str) -> str | None:
 
 
 def _free(row: CardRow) -> str:
-    if not row.offered:
-        return "not offered"
+    if not row.offered:  # another owner's card says whose (DESIGN.md D16)
+        return f"held by {row.other_owner}" if row.other_owner else "not offered"
     if row.taints:  # unhealthy: offered, but no claim that does not tolerate it gets it
         return f"tainted {', '.join(row.taints)}"
     if row.slices_total is not None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings, gate
+from deckhouse_gpu.domain.inventory.other_owner import node_owner
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode, eligible
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
@@ -22,6 +23,7 @@ from deckhouse_gpu.ports.kube import NODES, KubeError, WatchEvent
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.other_owner import OwnerBoard
 from deckhouse_gpu.services.slice_publisher import LABEL_MIG, LABEL_SHARING, InvalidPool, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
 from deckhouse_gpu.services.xid_watcher import XidWatcher
@@ -76,7 +78,10 @@ class HandlerLoop(TriggerLoop):
         self._modes: dict[str, ActiveMode] = {}
         self._modes_lock = threading.Lock()  # prepare reports from the kubelet's gRPC threads
         self.after_publish = after_publish  # e.g. the CDI base spec for the offered cards
-        self._node_labels: dict[str, str] | None = None
+        self._node_signals: tuple[object, ...] | None = None
+        # Another owner of the node's cards (DESIGN.md D16): held cards get no offers.
+        self.owners: OwnerBoard | None = None
+        self.prepared_claims: Callable[[], list[str]] = list  # the claims prepare holds, for reports
         self.device_health = device_health  # what the kubelet's health stream sends (DESIGN.md F6.3)
         self.observer = observer
         self.xid_watcher = xid_watcher  # watches the cards of each pass; an Xid wakes the loop
@@ -107,12 +112,15 @@ class HandlerLoop(TriggerLoop):
             self.notify(Trigger("watch", "relisted"))
 
     def on_node_change(self, event: WatchEvent | None) -> None:
-        """Watch callback for this node's Node: its sharing/MIG labels decide the offers."""
+        """Watch callback for this node's Node: its sharing/MIG labels and another owner of its
+        cards (device plugin resources, the labels of node-manager and the GPU operator) decide
+        the offers; the kubelet's heartbeats change neither and cause no pass."""
         labels = (event.object.get("metadata", {}).get("labels") or {}) if event else {}
         relevant = {key: value for key, value in labels.items() if key in (LABEL_SHARING, LABEL_MIG)}
-        if event is None or relevant != self._node_labels:
-            self._node_labels = relevant
-            self.notify(Trigger("node", "labels changed" if event else "relisted"))
+        signals = (relevant, node_owner(event.object) if event else None)
+        if event is None or signals != self._node_signals:
+            self._node_signals = signals
+            self.notify(Trigger("node", "labels or owner changed" if event else "relisted"))
 
     def _pass(self, triggers: list[Trigger]) -> PassOutcome:
         report = self.capabilities.run()
@@ -124,11 +132,12 @@ class HandlerLoop(TriggerLoop):
         if report.ok and self.publisher is not None:
             try:
                 node = self.capabilities.api.get(NODES, self.capabilities.node_name)
-                published = self.publisher.publish(report.cards, node, self.active_modes())
+                cards, modes = report.cards, self.active_modes()
+                if self.owners is not None:
+                    cards = self.owners.apply(cards, node, modes, self.prepared_claims())
+                published = self.publisher.publish(cards, node, modes)
                 if self.after_publish is not None:
-                    self.after_publish(
-                        [c["status"]["pciInfo"]["address"] for c in report.cards if eligible(c)]
-                    )
+                    self.after_publish([c["status"]["pciInfo"]["address"] for c in cards if eligible(c)])
             except (KubeError, LayoutError, InvalidPool, OSError, ValueError) as error:
                 report.ok = False
                 report.failures.append(f"publish: {type(error).__name__}: {error}")

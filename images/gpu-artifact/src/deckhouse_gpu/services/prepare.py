@@ -75,6 +75,10 @@ class PrepareService:
         self.observer = observer  # the metrics: durations, offer types, failure reasons
         self.vfio = vfio  # None: no passthrough to virtual machines (DESIGN.md D7)
         self.modes: dict[str, ActiveMode] = {}  # what offers must respect; refreshed after every call
+        # Cards another owner holds (PCI address -> why), from the handler loop: no new claim is
+        # prepared on them (DESIGN.md D16). Claims prepared on this node, for its reports.
+        self.holds: Callable[[], Mapping[str, str]] | None = None
+        self.claim_names: list[str] = []
 
     def prepare(self, claims: list[ClaimRef]) -> dict[str, PrepareResult]:
         results: dict[str, PrepareResult] = {}
@@ -111,6 +115,7 @@ class PrepareService:
             sharing=self.sharing,
             metadata=self.metadata,
             vfio=self.vfio,
+            held=dict(self.holds()) if self.holds is not None else {},
         )
         started = self.clock.monotonic()
         checkpoint, result = self._run_one(claim, ctx)
@@ -280,6 +285,7 @@ class PrepareService:
         return [a for a in addresses if a]
 
     def _modes_changed(self, checkpoint: Checkpoint) -> None:
+        self.claim_names = sorted(f"{e.namespace}/{e.name}" for e in checkpoint.claims.values())
         modes = active_modes(checkpoint)
         if modes != self.modes:
             self.modes = modes

@@ -55,6 +55,7 @@ class PrepareContext:
     vfio: VfioSide | None = None  # None: a node without passthrough (a claim asking for it fails)
     vfio_groups: dict[str, CardGroup] = field(default_factory=dict)  # card -> its group as checked
     vfio_pod: PodRef | None = None  # the Pod the claim is reserved for (the QEMU hook payload)
+    held: dict[str, str] = field(default_factory=dict)  # card -> why another owner has it (D16)
     # The checkpoint as last saved: what the file says, whatever a failed step held in memory.
     saved: Checkpoint | None = None
     # An undo failed: the entry as saved keeps what is still to release for the next call.

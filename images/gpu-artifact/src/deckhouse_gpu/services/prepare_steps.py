@@ -19,7 +19,7 @@ import logging
 from deckhouse_gpu.domain.prepare.attribution import claim_attribution
 from deckhouse_gpu.domain.prepare.cdi_spec import merge_device_edits
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
-from deckhouse_gpu.domain.prepare.guard import conflicts
+from deckhouse_gpu.domain.prepare.guard import conflicts, held_by_other
 from deckhouse_gpu.domain.prepare.mps import one_daemon_per_claim
 from deckhouse_gpu.domain.prepare.plan import PlanError, plan_claim
 from deckhouse_gpu.domain.prepare.sharing import sharing_conflicts
@@ -89,6 +89,8 @@ class Guard:
         found += sharing_conflicts(ctx.claim.uid, ctx.plans, prepared)
         if (several := one_daemon_per_claim(ctx.plans)) is not None:
             found.append(several)
+        if held := held_by_other(ctx.plans, ctx.held):
+            raise PrepareError(held)
         if found:
             raise PrepareError("; ".join(found) + ": unprepare the other claim first or delete this one")
 

@@ -6,7 +6,7 @@ that conflicts with what is already prepared on a card, whatever the scheduler d
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
@@ -43,3 +43,15 @@ def conflicts(uid: str, plans: Iterable[DevicePlan], prepared: Iterable[ClaimEnt
                 if old.card == plan.card and (reason := _conflict(plan, old, entry)):
                     found.append(reason)
     return found
+
+
+def held_by_other(plans: Iterable[DevicePlan], held: Mapping[str, str]) -> str | None:
+    """Why the claim cannot be prepared: a device of it is on a card another owner holds (a
+    device plugin, the GPU operator, processes outside DRA; DESIGN.md D16); None when none is."""
+    for plan in plans:
+        if plan.card in held:
+            return (
+                f"card {plan.card} of device {plan.device} is held by another owner: {held[plan.card]}; "
+                "the module prepares nothing on it while it is"
+            )
+    return None

@@ -27,6 +27,7 @@ from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.allocation.state import AllocatedState
 from deckhouse_gpu.domain.config.opaque_types import VFIOConfig
 from deckhouse_gpu.domain.inventory import conditions
+from deckhouse_gpu.domain.inventory.other_owner import OTHER_OWNER
 from deckhouse_gpu.domain.inventory.physicalgpu import (
     DRIVER_READY,
     HARDWARE_HEALTHY,
@@ -85,6 +86,7 @@ class CardRow:
     memory_total: Fraction | None = None
     share_left: Fraction | None = None  # percent of a shared card not taken by shares
     taints: list[str] = field(default_factory=list)  # of its published devices, key=value:effect
+    other_owner: str = ""  # the OtherOwner reason while another owner holds the card (DESIGN.md D16)
 
     @property
     def ready(self) -> bool:
@@ -202,6 +204,7 @@ def card_rows(
         address = str((status.get("pciInfo") or {}).get("address") or "")
         healthy, healthy_reason = _condition(card, HARDWARE_HEALTHY)
         ready, ready_reason = _condition(card, DRIVER_READY)
+        owned, owner_reason = _condition(card, OTHER_OWNER)
         pool = pool_name(node)
         key = (DRIVER, pool, physical_name(address))
         row = CardRow(
@@ -209,6 +212,7 @@ def card_rows(
             healthy, healthy_reason, ready, ready_reason, IDLE,
             offered=(pool, key[2]) in offered, taints=taints.get((pool, key[2]), []),
         )  # fmt: skip
+        row.other_owner = owner_reason if owned == "True" else ""
         vfio = _holds(row, pool, by_card.get((pool, key[2]), []), devices) if address else False
         row.mode = _mode(row, card, vfio)
         found = counters_of(node, physical_name(address)) if address else None

@@ -1,0 +1,203 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""Another owner of a node's GPUs, on real components (issue 36, DESIGN.md D16): two real kubelets
+of 1.35 and 1.36, a real ``gpu-handler run`` beside each, the real scheduler.
+
+Node A has a device plugin (tests/support/device_plugin.py, grpcio on the kubelet's v1beta1 API)
+advertising ``nvidia.com/gpu`` before gpu-handler starts; node B has none. A DeviceClass with
+``extendedResourceName: nvidia.com/gpu`` lets unchanged Pods run through DRA where no plugin serves
+the resource (DRAExtendedResource). A publishes nothing while its plugin runs and says why (the
+PhysicalGPU condition, an Event); the scheduler sends a ``nvidia.com/gpu: 1`` Pod to the plugin on A
+and another through DRA on B; once the plugin stops, A's cards are offered within a minute, and at
+no moment are A's cards offered while the kubelet advertises them through the plugin.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from deckhouse_gpu.domain.naming import physical_gpu_name
+from testkit.real_cluster import KUBELET_VERSIONS, ApiError, Clusters, RealCluster
+from tests.real.conftest import cluster_of
+from tests.real.handler_world import CARD_A, CARD_B, DRIVER, WHOLE_A, WHOLE_B, HandlerNode, handler_node
+from tests.support.device_plugin import DevicePlugin
+
+NVIDIA_GPU = "nvidia.com/gpu"
+CLASS = "gpuo-nvidia-gpu"
+RESOURCE = "resource.k8s.io/v1"
+
+
+def device_class() -> dict[str, Any]:
+    """docs/MIGRATION.md's class: whole cards of the module under the device plugin's name."""
+    return {
+        "apiVersion": RESOURCE,
+        "kind": "DeviceClass",
+        "metadata": {"name": CLASS},
+        "spec": {
+            "selectors": [
+                {
+                    "cel": {
+                        "expression": (
+                            f'device.driver == "{DRIVER}" && '
+                            f'device.attributes["{DRIVER}"].deviceType == "Physical" && '
+                            f'!("sharePercent" in device.capacity["{DRIVER}"])'
+                        )
+                    }
+                }
+            ],
+            "extendedResourceName": NVIDIA_GPU,
+        },
+    }
+
+
+def allocatable(cluster: RealCluster, node: str) -> int:
+    status = cluster.get("v1", "Node", node).get("status") or {}
+    return int((status.get("allocatable") or {}).get(NVIDIA_GPU, "0"))
+
+
+def owner_condition(node: HandlerNode, address: str) -> tuple[str, str, str] | None:
+    card = node.cluster.get("gpu.deckhouse.io/v1alpha1", "PhysicalGPU", physical_gpu_name(node.node, address))
+    for cond in (card.get("status") or {}).get("conditions") or []:
+        if cond["type"] == "OtherOwner":
+            return cond["status"], cond["reason"], cond["message"]
+    return None
+
+
+def node_events(node: HandlerNode, reason: str) -> list[dict[str, Any]]:
+    found = node.cluster.request(
+        "GET", f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D{node.node}"
+    )
+    return [e for e in found["items"] if e.get("reason") == reason]
+
+
+@dataclass
+class Sampler:
+    """Samples node A twice a second: its devices in our slices, then the kubelet's allocatable
+    (in that order, so that offers published after the plugin went never meet a stale count)."""
+
+    node: HandlerNode
+    samples: list[tuple[float, int, int]] = field(default_factory=list)  # time, devices, allocatable
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            try:
+                devices = len(self.node.devices())
+                count = allocatable(self.node.cluster, self.node.node)
+            except (ApiError, OSError):  # a failed sample is no sample
+                continue
+            self.samples.append((time.monotonic(), devices, count))
+
+    def both(self) -> list[tuple[float, int, int]]:
+        return [s for s in self.samples if s[1] and s[2]]
+
+
+@dataclass
+class TwoNodes:
+    cluster: RealCluster
+    a: HandlerNode
+    b: HandlerNode
+    plugin: DevicePlugin
+    sampler: Sampler
+
+
+@pytest.fixture(scope="module", params=KUBELET_VERSIONS, ids=[f"k8s-{v}" for v in KUBELET_VERSIONS])
+def nodes(request: pytest.FixtureRequest, clusters: Clusters) -> Iterator[TwoNodes]:
+    cluster = cluster_of(clusters, str(request.param))
+    version = cluster.version.replace(".", "")
+    plugins: list[DevicePlugin] = []
+
+    def start_plugin(node: HandlerNode) -> None:
+        directory = node.kubelet.root / "device-plugins"
+        node.wait((directory / "kubelet.sock").exists, 60, "the kubelet's device plugin socket")
+        plugins.append(DevicePlugin(directory, NVIDIA_GPU, ["GPU-test-0", "GPU-test-1"]).start())
+        node.wait(lambda: allocatable(cluster, node.node) == 2, 60, "the kubelet advertises nvidia.com/gpu")
+
+    cluster.apply(device_class())
+    try:
+        with (
+            handler_node(cluster, f"gpuo-a{version}", before_handler=start_plugin) as a,
+            handler_node(cluster, f"gpuo-b{version}") as b,
+        ):
+            sampler = Sampler(a)
+            thread = threading.Thread(target=sampler.run, daemon=True)
+            thread.start()
+            for node in (a, b):
+                node.wait(node.registrations, 90, "the kubelet registers gpu-handler")
+            try:
+                yield TwoNodes(cluster, a, b, plugins[0], sampler)
+            finally:
+                sampler.stop.set()
+                thread.join(5)
+                for plugin in plugins:
+                    plugin.stop()
+    finally:
+        cluster.delete(RESOURCE, "DeviceClass", CLASS)
+
+
+def test_the_plugins_node_publishes_nothing_and_says_why(nodes: TwoNodes) -> None:
+    a, b = nodes.a, nodes.b
+    b.wait(lambda: {WHOLE_A, WHOLE_B} <= b.devices(), 60, "B's offers")
+    a.wait(lambda: owner_condition(a, CARD_A) and owner_condition(a, CARD_B), 60, "A's OtherOwner")
+    for address in (CARD_A, CARD_B):
+        status, reason, message = owner_condition(a, address)  # type: ignore[misc]
+        assert (status, reason) == ("True", "DevicePlugin")
+        assert "nvidia.com/gpu: 2" in message
+        assert owner_condition(b, address)[:2] == ("False", "NoOtherOwner")  # type: ignore[index]
+    assert a.devices() == set()
+    (event,) = node_events(a, "OtherGPUOwner")
+    assert event["type"] == "Warning"
+    assert "nvidia.com/gpu" in event["message"]
+    assert node_events(b, "OtherGPUOwner") == []
+    assert a.handler is not None
+    assert "other GPU owner" in a.handler.log.read_text()
+
+
+def test_the_scheduler_sends_nvidia_gpu_to_the_plugin_on_a_and_to_dra_on_b(nodes: TwoNodes) -> None:
+    a, b = nodes.a, nodes.b
+    b.wait(lambda: {WHOLE_A, WHOLE_B} <= b.devices(), 60, "B's offers")
+    a.pod("legacy", limits={NVIDIA_GPU: "1"})
+    b.pod("migrated", limits={NVIDIA_GPU: "1"})
+    on_a = a.wait_running("legacy")
+    on_b = b.wait_running("migrated")
+    # A: the device plugin's Allocate, no claim; B: the scheduler's claim on our devices.
+    assert nodes.plugin.allocated
+    assert nodes.plugin.allocated[-1][0].startswith("GPU-test-")
+    assert "extendedResourceClaimStatus" not in on_a["status"]
+    claim = on_b["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+    allocation = b.get_claim(claim)["status"]["allocation"]["devices"]["results"]
+    assert [(r["driver"], r["pool"]) for r in allocation] == [(DRIVER, f"gpus/{b.node}")]
+    assert allocation[0]["device"] in (WHOLE_A, WHOLE_B)
+    assert a.devices() == set()  # running a plugin Pod changed nothing on A
+    a.delete_pod("legacy")
+    b.delete_pod("migrated")
+
+
+def test_offers_come_within_a_minute_of_the_plugin_going_and_never_overlap_it(nodes: TwoNodes) -> None:
+    a = nodes.a
+    assert a.devices() == set()
+    nodes.plugin.stop()
+    stopped = time.monotonic()
+    a.wait(lambda: allocatable(nodes.cluster, a.node) == 0, 60, "the kubelet reports 0 allocatable")
+    a.wait(lambda: {WHOLE_A, WHOLE_B} <= a.devices(), 60, "A's offers after the plugin went")
+    took = time.monotonic() - stopped
+    assert took < 60, took
+    assert owner_condition(a, CARD_A)[:2] == ("False", "NoOtherOwner")  # type: ignore[index]
+    (gone,) = node_events(a, "OtherGPUOwnerGone")
+    assert gone["type"] == "Normal"
+    # The handler was not restarted: the same process did all of it.
+    assert a.handler is not None
+    assert a.handler.alive()
+    assert a.starts == 1
+    time.sleep(1.5)  # a few more samples with the offers there
+    assert nodes.sampler.samples, "no sample of node A was taken"
+    assert any(s[2] for s in nodes.sampler.samples)  # the plugin's time was sampled ...
+    assert any(s[1] for s in nodes.sampler.samples)  # ... and the offers' time
+    assert nodes.sampler.both() == [], "A's cards offered by the plugin and by DRA at once"
