@@ -115,9 +115,10 @@ def nodes(request: pytest.FixtureRequest, clusters: Clusters) -> Iterator[TwoNod
     plugins: list[DevicePlugin] = []
 
     def start_plugin(node: HandlerNode) -> None:
-        directory = node.kubelet.root / "device-plugins"
-        node.wait((directory / "kubelet.sock").exists, 60, "the kubelet's device plugin socket")
-        plugins.append(DevicePlugin(directory, NVIDIA_GPU, ["GPU-test-0", "GPU-test-1"]).start())
+        socket = node.kubelet.plugins_dir / "test-nvidia" / "dp.sock"
+        plugin = DevicePlugin(node.kubelet.registry_dir, socket, NVIDIA_GPU, ["GPU-test-0", "GPU-test-1"])
+        plugins.append(plugin.start())
+        node.wait(plugin.registered.is_set, 60, "the kubelet registers the device plugin")
         node.wait(lambda: allocatable(cluster, node.node) == 2, 60, "the kubelet advertises nvidia.com/gpu")
 
     cluster.apply(device_class())
@@ -201,3 +202,21 @@ def test_offers_come_within_a_minute_of_the_plugin_going_and_never_overlap_it(no
     assert any(s[2] for s in nodes.sampler.samples)  # the plugin's time was sampled ...
     assert any(s[1] for s in nodes.sampler.samples)  # ... and the offers' time
     assert nodes.sampler.both() == [], "A's cards offered by the plugin and by DRA at once"
+
+
+def test_after_the_plugin_went_nvidia_gpu_pods_on_a_run_through_dra(nodes: TwoNodes) -> None:
+    # The kubelet still reports the plugin's capacity (its grace period) at 0 allocatable; the
+    # scheduler (1.35, 1.36) leaves the resource to DRA as soon as allocatable is 0.
+    a = nodes.a
+    a.wait(lambda: {WHOLE_A, WHOLE_B} <= a.devices(), 60, "A's offers")
+    status = nodes.cluster.get("v1", "Node", a.node)["status"]
+    assert status["capacity"].get(NVIDIA_GPU) == "2"
+    assert status["allocatable"].get(NVIDIA_GPU) == "0"
+    allocations = len(nodes.plugin.allocated)
+    a.pod("after", limits={NVIDIA_GPU: "1"})
+    pod = a.wait_running("after")
+    claim = pod["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+    (result,) = a.get_claim(claim)["status"]["allocation"]["devices"]["results"]
+    assert (result["pool"], result["device"] in (WHOLE_A, WHOLE_B)) == (f"gpus/{a.node}", True)
+    assert len(nodes.plugin.allocated) == allocations  # the stopped plugin was asked nothing
+    a.delete_pod("after")

@@ -5,6 +5,12 @@
 registers a resource (``nvidia.com/gpu``) with a real kubelet, lists its devices, and answers
 Allocate as NVIDIA's plugin does with the ``envvar`` strategy (``NVIDIA_VISIBLE_DEVICES``).
 
+It registers through the kubelet's plugin watcher (a socket in ``<root-dir>/plugins_registry``
+answering GetInfo with type ``DevicePlugin``), which the kubelet accepts beside the older
+``Register`` call: the kubelet's own ``kubelet.sock`` is always ``/var/lib/kubelet/device-plugins``,
+whatever its root-dir, so it would be shared by every test kubelet on the machine, while the
+registry is each kubelet's own.
+
 The proto (tests/support/deviceplugin/) is compiled when first used, into a temporary folder, the
 way tools/gen-proto compiles the kubelet's DRA protos; nothing generated is committed.
 """
@@ -26,6 +32,9 @@ from typing import Any
 
 import grpc
 
+from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2 as reg
+from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2_grpc as reg_grpc
+
 PROTO = Path(__file__).parent / "deviceplugin" / "kubelet_deviceplugin_v1beta1.proto"
 VERSION = "v1beta1"
 
@@ -46,12 +55,15 @@ def generated() -> tuple[ModuleType, ModuleType]:
 
 
 class DevicePlugin:
-    """One resource of ``devices`` on the kubelet whose device-plugin directory is ``directory``
-    (``<kubelet root-dir>/device-plugins``)."""
+    """One resource of ``devices``: its service on ``socket``, its registration socket in the
+    kubelet's ``registry`` directory."""
 
-    def __init__(self, directory: Path, resource: str, devices: list[str], name: str = "test-gpu") -> None:
-        self.directory, self.resource, self.devices = directory, resource, list(devices)
-        self.socket = directory / f"{name}.sock"
+    def __init__(self, registry: Path, socket: Path, resource: str, devices: list[str]) -> None:
+        self.resource, self.devices = resource, list(devices)
+        self.socket = socket
+        self.registration = registry / f"{socket.stem}-reg.sock"
+        self.registered = threading.Event()  # the kubelet said it took the plugin
+        self.registration_error = ""
         self.allocated: list[list[str]] = []  # the device IDs of each Allocate, per container
         self._stop = threading.Event()
         self._server: grpc.Server | None = None
@@ -89,26 +101,43 @@ class DevicePlugin:
             def PreStartContainer(self, request: Any, context: Any) -> Any:  # noqa: N802
                 return pb2.PreStartContainerResponse()
 
+        class Registration(reg_grpc.RegistrationServicer):  # type: ignore[misc]
+            def GetInfo(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
+                return reg.PluginInfo(
+                    type="DevicePlugin",
+                    name=plugin.resource,
+                    endpoint=str(plugin.socket),
+                    supported_versions=[VERSION],
+                )
+
+            def NotifyRegistrationStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
+                plugin.registration_error = request.error
+                if request.plugin_registered:
+                    plugin.registered.set()
+                return reg.RegistrationStatusResponse()
+
         self._stop.clear()
-        with contextlib.suppress(FileNotFoundError):
-            self.socket.unlink()
+        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        for path in (self.socket, self.registration):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         pb2_grpc.add_DevicePluginServicer_to_server(Servicer(), server)
+        reg_grpc.add_RegistrationServicer_to_server(Registration(), server)
+        # The service first: the kubelet dials it as soon as it has read the registration.
         server.add_insecure_port(f"unix://{self.socket}")
+        server.add_insecure_port(f"unix://{self.registration}")
         server.start()
         self._server = server
-        with grpc.insecure_channel(f"unix://{self.directory / 'kubelet.sock'}") as channel:
-            pb2_grpc.RegistrationStub(channel).Register(
-                pb2.RegisterRequest(version=VERSION, endpoint=self.socket.name, resource_name=self.resource),
-                timeout=10,
-            )
         return self
 
     def stop(self) -> None:
-        """As a plugin's Pod going away: the stream ends, the socket goes."""
+        """As a plugin's Pod going away: its sockets go, its stream ends."""
         self._stop.set()
+        for path in (self.registration, self.socket):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
         if self._server is not None:
             self._server.stop(grace=1).wait(5)
             self._server = None
-        with contextlib.suppress(FileNotFoundError):
-            self.socket.unlink()
+        self.registered.clear()
