@@ -101,7 +101,7 @@ class DevicePlugin:
             def PreStartContainer(self, request: Any, context: Any) -> Any:  # noqa: N802
                 return pb2.PreStartContainerResponse()
 
-        class Registration(reg_grpc.RegistrationServicer):  # type: ignore[misc]
+        class Registration(reg_grpc.RegistrationServicer):
             def GetInfo(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
                 return reg.PluginInfo(
                     type="DevicePlugin",
