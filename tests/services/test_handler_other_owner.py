@@ -13,6 +13,7 @@ from typing import Any
 from deckhouse_gpu.adapters.sim.sim_vfio import SimGpuProcesses
 from deckhouse_gpu.domain.inventory import conditions
 from deckhouse_gpu.domain.inventory.other_owner import OTHER_OWNER
+from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_SLICES, WatchEvent
 from deckhouse_gpu.services.events import EventRecorder
@@ -184,3 +185,23 @@ def test_prepare_refuses_a_held_card_and_keeps_what_was_prepared(tmp_path):
     assert service.claim_names == []
     held.clear()
     assert service.prepare([new])[new.uid].error == ""
+
+
+def test_start_leaves_another_owners_mig_instances_alone(tmp_path):
+    # A MIG manager partitioned the card for the device plugin's Pods: gpu-handler's clean-up of
+    # instances no claim owns must not take them (cmd/handler.py primes the holds before it).
+    world = build_world(tmp_path, {A30: "a30"})
+    world.mig.set_mig_mode(A30, True)
+    theirs = world.mig.create_instance(A30, 14, 3)
+    held = world.service()
+    clock = SystemClock()
+    board = OwnerBoard(world.api, "w1", EventRecorder(world.api, "gpu-handler", "w1", clock), clock)
+    node = {"metadata": {"name": "w1"}, "status": {"allocatable": {"nvidia.com/mig-1g.6gb": "4"}}}
+    board.prime([{"status": {"pciInfo": {"address": A30}}}], node)
+    held.holds = board.held
+    held.start()
+    assert [i.uuid for i in world.mig.instances(A30)] == [theirs.uuid]
+    assert world.mig.mig_enabled(A30)
+    board.prime([{"status": {"pciInfo": {"address": A30}}}], {"metadata": {"name": "w1"}})  # migrated
+    held.start()
+    assert world.mig.instances(A30) == []

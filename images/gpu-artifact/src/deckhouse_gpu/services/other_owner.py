@@ -72,6 +72,19 @@ class OwnerBoard:
         with self._lock:
             return dict(self._held)
 
+    def prime(self, cards: list[Object], node: Object | None) -> None:
+        """Decides which cards are held before the first pass, writing nothing: prepare's clean-up
+        at start must not touch another owner's MIG instances or card settings."""
+        owner = node_owner(node)
+        held = {}
+        for card in cards:
+            address = _address(card)
+            found = card_owner(owner, self._pids(address), prepared=False)
+            if found is not None and address:
+                held[address] = found.message
+        with self._lock:
+            self._held = held
+
     def apply(
         self, cards: list[Object], node: Object | None, prepared: Mapping[str, Any], claims: list[str]
     ) -> list[Object]:

@@ -231,9 +231,12 @@ class PrepareService:
                 )
                 self.store.save(checkpoint)
                 return
-            clean_unowned(checkpoint, self.mig, self.cdi, self.metadata, self._card_addresses(), self.vfio)
+            # Another owner's cards keep their MIG instances and settings (DESIGN.md D16).
+            held = self.holds() if self.holds is not None else {}
+            cards = [address for address in self._card_addresses() if address not in held]
+            clean_unowned(checkpoint, self.mig, self.cdi, self.metadata, cards, self.vfio)
             if self.sharing is not None:
-                settle_node(checkpoint, self.sharing, self._card_addresses())
+                settle_node(checkpoint, self.sharing, cards)
             self.store.save(checkpoint)
             self._modes_changed(checkpoint)
         # A crash after PrepareCompleted but before the status write leaves the claim without it;
