@@ -60,6 +60,12 @@ SPECS: list[dict[str, Any]] = [
     {"deviceKind": "Whole", "extendedResourceName": "kubernetes.io/a30"},
     {"deviceKind": "Whole", "cards": {"minMemory": "lots"}},
     {"deviceKind": "Whole", "cards": {"minMemory": "0"}},
+    # The NVIDIA device plugin's names (docs/MIGRATION.md): nvidia.com/gpu, the mixed MIG strategy's.
+    {"deviceKind": "Whole", "extendedResourceName": "nvidia.com/gpu"},
+    {"deviceKind": "MIG", "migProfile": "1g.10gb", "extendedResourceName": "nvidia.com/mig-1g.10gb"},
+    {"deviceKind": "MIG", "migProfile": "1g.10gb+me", "extendedResourceName": "nvidia.com/mig-1g.10gb.me"},
+    {"deviceKind": "MIG", "migProfile": "2g.20gb", "extendedResourceName": "nvidia.com/mig-1g.10gb"},
+    {"deviceKind": "Whole", "extendedResourceName": "nvidia.com/mig-1g.10gb"},
 ]
 
 

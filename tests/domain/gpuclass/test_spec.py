@@ -101,6 +101,15 @@ def test_a_share_and_a_mig_profile() -> None:
             "is not <domain>/<name>",
         ),
         (
+            {"deviceKind": "Whole", "extendedResourceName": "nvidia.com/mig-1g.6gb"},
+            "spec.extendedResourceName: nvidia.com/mig-1g.6gb is the device plugin's name of a MIG "
+            "instance of profile 1g.6gb: only with deviceKind MIG",
+        ),
+        (
+            {"deviceKind": "MIG", "migProfile": "2g.12gb", "extendedResourceName": "nvidia.com/mig-1g.6gb"},
+            "use nvidia.com/mig-2g.12gb",
+        ),
+        (
             {"deviceKind": "Whole", "cards": {"minMemory": "lots"}},
             "spec.cards.minMemory: 'lots' is not a quantity",
         ),
@@ -133,3 +142,16 @@ def test_every_rule_names_its_field(spec: dict[str, Any], expected: str) -> None
 def test_all_the_problems_are_listed_at_once() -> None:
     found = problems({"deviceKind": "MIG", "vfio": True, "sharing": {"strategy": "MPS"}})
     assert len(found) == 3, found
+
+
+def test_the_device_plugins_names_are_allowed_for_what_they_name() -> None:
+    whole = parse_spec({"deviceKind": "Whole", "extendedResourceName": "nvidia.com/gpu"})
+    assert whole.extended_resource_name == "nvidia.com/gpu"
+    mixed = {"deviceKind": "MIG", "migProfile": "1g.10gb", "extendedResourceName": "nvidia.com/mig-1g.10gb"}
+    assert parse_spec(mixed).extended_resource_name == "nvidia.com/mig-1g.10gb"
+    media = {
+        "deviceKind": "MIG",
+        "migProfile": "1g.10gb+me",
+        "extendedResourceName": "nvidia.com/mig-1g.10gb.me",
+    }
+    assert parse_spec(media).mig_profile == "1g.10gb+me"

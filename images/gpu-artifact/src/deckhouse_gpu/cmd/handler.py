@@ -35,7 +35,7 @@ from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import SystemClock, rfc3339
-from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, KubeError
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.events import EventRecorder
@@ -247,9 +247,10 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         capabilities, health, clock, settings, publisher,
         device_health=device_health, observer=metrics, xid_watcher=xids,
     )  # fmt: skip
-    processes = wiring.gpu_processes(args, nvml)
     written = capabilities.written_versions.append
-    loop.owners = OwnerBoard(api, args.node_name, events, clock, processes, metrics, written)
+    loop.owners = OwnerBoard(
+        api, args.node_name, events, clock, wiring.gpu_processes(args, nvml), metrics, written
+    )
     plugin = None
     stop = threading.Event()
     if not args.no_kubelet_plugin:
@@ -260,11 +261,7 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         prepare.events = events  # MPS daemons recreated: said on the claims that use them
         prepare.holds = loop.owners.held  # no claim is prepared on another owner's card (DESIGN.md D16)
         loop.prepared_claims = lambda: list(prepare.claim_names)
-        try:  # before the clean-up below, which must leave another owner's cards alone
-            cards = api.list(PHYSICAL_GPUS, label_selector=node_selector(args.node_name)).items
-            loop.owners.prime(cards, api.get(NODES, args.node_name))
-        except KubeError as error:  # the clean-up then finds no cards either (it lists them too)
-            log.warning("other owners not known at start", extra={"error": str(error)})
+        wiring.prime_owners(loop.owners, api, args.node_name)  # before the clean-up below
         try:
             prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
         except Exception:  # the kubelet's next call rolls back its own claim; keep serving

@@ -19,9 +19,10 @@ from deckhouse_gpu.domain.inventory.physicalgpu import DriverType
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule, PolicyError, parse_json
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostUnreadable
-from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, KubeError
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.ports.vfio import GpuProcesses
+from deckhouse_gpu.services.other_owner import OwnerBoard
 from deckhouse_gpu.services.prestart import DriverNotFound, PrestartSettings, probe, wait_for_driver
 from deckhouse_gpu.services.slice_publisher import MIG_OFFERS
 from deckhouse_gpu.services.xid_watcher import XidWatcher
@@ -191,3 +192,13 @@ def gpu_processes(args: argparse.Namespace, nvml: NVML) -> GpuProcesses:
     if not isinstance(nvml, SimulatedNVML):
         raise WiringError(f"no process list for {type(nvml).__name__}")
     return SimGpuProcesses(nvml)
+
+
+def prime_owners(board: OwnerBoard, api: KubeAPI, node_name: str) -> None:
+    """The cards another owner holds, known before prepare's clean-up at start, which must leave
+    their MIG instances and settings alone (DESIGN.md D16)."""
+    try:
+        cards = api.list(PHYSICAL_GPUS, label_selector=node_selector(node_name)).items
+        board.prime(cards, api.get(NODES, node_name))
+    except KubeError as error:  # the clean-up then finds no cards either: it lists them too
+        log.warning("other owners not known at start", extra={"error": str(error)})

@@ -91,6 +91,8 @@ def parse_spec(raw: Any) -> GpuClassSpec:
     if vfio and kind is not DeviceKind.WHOLE:
         problems.append("spec.vfio: a virtual machine gets a whole card: only with deviceKind Whole")
     extended = _extended_resource_name(spec.get("extendedResourceName"), kind, problems)
+    if extended is not None:
+        _device_plugin_name(extended, kind, profile, problems)
     if problems or kind is None:
         raise InvalidSpec(problems or ["spec.deviceKind: required"])
     return GpuClassSpec(kind, cards, profile, sharing, vfio, extended)
@@ -251,3 +253,21 @@ def _extended_resource_name(value: Any, kind: DeviceKind | None, problems: list[
             "take the whole card: use a ResourceClaimTemplate with capacity.requests.sharePercent"
         )
     return str(value)
+
+
+MIG_PLUGIN_PREFIX = "nvidia.com/mig-"  # the NVIDIA device plugin's MIG resources (mixed strategy)
+
+
+def _device_plugin_name(name: str, kind: DeviceKind | None, profile: str | None, problems: list[str]) -> None:
+    """``nvidia.com/mig-<profile>`` is what the device plugin's mixed strategy calls a MIG instance of
+    that profile (``+`` spelled ``.``): a class of another kind or profile under that name would hand
+    Pods written for the plugin something else than they ask for (docs/MIGRATION.md)."""
+    if not name.startswith(MIG_PLUGIN_PREFIX):
+        return
+    wanted = MIG_PLUGIN_PREFIX + profile.replace("+", ".") if kind is DeviceKind.MIG and profile else None
+    if name != wanted:
+        hint = f"use {wanted}" if wanted else "only with deviceKind MIG"
+        problems.append(
+            f"spec.extendedResourceName: {name} is the device plugin's name of a MIG instance of profile "
+            f"{name.removeprefix(MIG_PLUGIN_PREFIX)}: {hint}"
+        )
