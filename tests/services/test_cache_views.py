@@ -35,3 +35,14 @@ def test_a_node_keeps_its_name_labels_and_version() -> None:
         "metadata": {"name": "w1", "labels": {"a": "b"}, "resourceVersion": "3"}
     }
     assert node_labels_view({}) == {"metadata": {}}
+
+
+def test_a_node_keeps_the_extended_resources_device_plugins_serve() -> None:
+    node = {
+        "metadata": {"name": "w1"},
+        "status": {"allocatable": {"cpu": "8", "memory": "1Gi", "nvidia.com/gpu": "2"}, "capacity": {}},
+    }
+    assert node_labels_view(node) == {
+        "metadata": {"name": "w1"},
+        "status": {"allocatable": {"nvidia.com/gpu": "2"}},
+    }

@@ -294,3 +294,39 @@ def test_a_node_selector_picks_the_cards_of_its_nodes(
         ),
         timeout=10,
     )
+
+
+def conflict(kube: MemoryKube, name: str) -> tuple[str, str, str] | None:
+    found = kube.get(GPU_CLASSES, name)
+    for condition in (found.get("status") or {}).get("conditions") or []:
+        if condition["type"] == status.DEVICE_PLUGIN_CONFLICT:
+            return condition["status"], condition["reason"], condition["message"]
+    return None
+
+
+def test_a_resource_a_device_plugin_serves_where_the_class_has_devices_is_said(
+    kube: MemoryKube, running: RunningDraController
+) -> None:
+    # w1 publishes the class's A30s and its kubelet also has a device plugin's example.com/gpu:
+    # the scheduler gives Pods asking for it there the plugin's devices (DESIGN.md F5, D16).
+    kube.patch(NODES, "w1", {"status": {"allocatable": {"example.com/gpu": "2"}}}, subresource="status")
+    spec = {
+        "deviceKind": "Whole",
+        "cards": {"models": ["a30-pcie"]},
+        "extendedResourceName": "example.com/gpu",
+    }
+    kube.create(GPU_CLASSES, gpu_class("a30-pods", spec))
+    wait_ready(kube, "a30-pods", status.DEVICE_CLASS_READY)  # the class itself works
+    wait_for(lambda: (conflict(kube, "a30-pods") or ("",))[0] == "True", timeout=10)
+    found = conflict(kube, "a30-pods")
+    assert found is not None
+    assert found[1] == status.SERVED_BY_DEVICE_PLUGIN
+    assert "example.com/gpu on 1 nodes" in found[2]
+    assert "(w1)" in found[2]
+    kube.patch(NODES, "w1", {"status": {"allocatable": {"example.com/gpu": "0"}}}, subresource="status")
+    wait_for(lambda: (conflict(kube, "a30-pods") or ("",))[0] == "False", timeout=10)
+    assert conflict(kube, "a30-pods")[1] == status.NOT_SERVED_BY_DEVICE_PLUGIN  # type: ignore[index]
+    # A class without an extended resource has no such condition.
+    kube.create(GPU_CLASSES, gpu_class("plain", {"deviceKind": "Whole"}))
+    wait_ready(kube, "plain", status.DEVICE_CLASS_READY)
+    assert conflict(kube, "plain") is None

@@ -23,5 +23,12 @@ def pod_claims_view(pod: Object) -> Object:
 
 
 def node_labels_view(node: Object) -> Object:
+    """Labels, and the extended resources its kubelet's device plugins have allocatable: a GPUClass
+    whose extended resource a plugin serves there says so (DESIGN.md D16)."""
     meta = node.get("metadata") or {}
-    return {"metadata": {k: meta[k] for k in ("name", "labels", "resourceVersion") if k in meta}}
+    view: Object = {"metadata": {k: meta[k] for k in ("name", "labels", "resourceVersion") if k in meta}}
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    extended = {name: value for name, value in allocatable.items() if "/" in name}
+    if extended:
+        view["status"] = {"allocatable": extended}
+    return view

@@ -203,7 +203,8 @@ class DraController(RuntimeProbes):
 
     def _on_node(self, old: Object | None, new: Object | None) -> None:
         labels = [((n or {}).get("metadata") or {}).get("labels") for n in (old, new)]
-        if old is None or new is None or labels[0] != labels[1]:
+        plugins = [(n or {}).get("status") for n in (old, new)]  # device plugins' resources (D16)
+        if old is None or new is None or labels[0] != labels[1] or plugins[0] != plugins[1]:
             self._inventory_changed()
 
     def _inventory_changed(self) -> None:

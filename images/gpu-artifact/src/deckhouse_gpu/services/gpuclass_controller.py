@@ -27,6 +27,7 @@ from deckhouse_gpu.domain.allocation.model import Inventory
 from deckhouse_gpu.domain.gpuclass import render, status
 from deckhouse_gpu.domain.gpuclass.matching import card_uuids, matching
 from deckhouse_gpu.domain.gpuclass.spec import GpuClassSpec, InvalidSpec, parse_spec
+from deckhouse_gpu.domain.inventory.other_owner import served_elsewhere
 from deckhouse_gpu.ports.clock import Clock, rfc3339
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, GPU_CLASSES
 from deckhouse_gpu.ports.kube import AlreadyExists, Conflict, Invalid, KubeAPI, KubeError, NotFound, Object
@@ -180,7 +181,12 @@ class GpuClassController(RuntimeProbes):
             return Outcome(None)
         expression = desired["spec"]["selectors"][0]["cel"]["expression"]
         found = matching(inventory, expression, self.matcher)
-        outcome = self._report(gpu_class, status.ready(name, found), spec, found)
+        conflict = None
+        if spec.extended_resource_name:
+            resource = spec.extended_resource_name
+            served = [n for n in found.node_names if served_elsewhere(self.cluster.node(n), resource)]
+            conflict = status.plugin_conflict(resource, served)
+        outcome = self._report(gpu_class, status.ready(name, found), spec, found, conflict)
         return Outcome(outcome.verdict, written)
 
     def _node_labels(self, node: str) -> dict[str, str] | None:
@@ -242,6 +248,7 @@ class GpuClassController(RuntimeProbes):
         verdict: status.Verdict,
         spec: GpuClassSpec | None,
         found: status.Matching | None,
+        conflict: status.PluginConflict | None = None,
     ) -> Outcome:
         meta = gpu_class["metadata"]
         generation = meta.get("generation")
@@ -249,7 +256,7 @@ class GpuClassController(RuntimeProbes):
         now = rfc3339(self.clock.now())
 
         def make_patch(current: dict[str, Any] | None) -> dict[str, Any]:
-            return status.status_patch(current, verdict, generation, now, selects, found)
+            return status.status_patch(current, verdict, generation, now, selects, found, conflict)
 
         try:
             patch_status(self.api, GPU_CLASSES, gpu_class, make_patch)

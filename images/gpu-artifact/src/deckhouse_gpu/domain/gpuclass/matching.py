@@ -63,4 +63,4 @@ def matching(inventory: Inventory, expression: str, matcher: SelectorMatcher) ->
         devices += 1
         if node:
             nodes.add(node)
-    return Matching(devices, len(nodes), errors)
+    return Matching(devices, len(nodes), errors, tuple(sorted(nodes)))

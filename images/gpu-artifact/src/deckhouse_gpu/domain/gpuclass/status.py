@@ -16,7 +16,7 @@ another class, or the API server refused the DeviceClass.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deckhouse_gpu.domain.inventory.conditions import Condition, set_condition
@@ -32,6 +32,10 @@ INVALID_SPEC = "InvalidSpec"
 DEVICE_CLASS_NAME_TAKEN = "DeviceClassNameTaken"
 EXTENDED_RESOURCE_NAME_TAKEN = "ExtendedResourceNameTaken"
 DEVICE_CLASS_REJECTED = "DeviceClassRejected"
+# A device plugin serves the class's extended resource on a node where its devices are published.
+DEVICE_PLUGIN_CONFLICT = "DevicePluginConflict"
+SERVED_BY_DEVICE_PLUGIN = "ServedByDevicePlugin"
+NOT_SERVED_BY_DEVICE_PLUGIN = "NotServedByDevicePlugin"
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Matching:
     devices: int = 0
     nodes: int = 0
     errors: int = 0  # devices whose evaluation failed: the scheduler would fail on them too
+    node_names: tuple[str, ...] = field(default=(), compare=False)  # the nodes, sorted
 
 
 def ready(name: str, matching: Matching) -> Verdict:
@@ -91,6 +96,36 @@ def rejected(name: str, error: str) -> Verdict:
     return Verdict(False, DEVICE_CLASS_REJECTED, f"the API server refused DeviceClass {name}: {error}")
 
 
+@dataclass(frozen=True)
+class PluginConflict:
+    """The DevicePluginConflict condition of a class with an extended resource name."""
+
+    conflict: bool
+    reason: str
+    message: str
+
+
+def plugin_conflict(resource: str, nodes: Iterable[str]) -> PluginConflict:
+    """The scheduler sends a Pod asking for ``resource`` to the device plugin on a node whose
+    kubelet has it allocatable (DESIGN.md F5): this class's devices there never serve such Pods."""
+    names = sorted(nodes)
+    if not names:
+        return PluginConflict(
+            False,
+            NOT_SERVED_BY_DEVICE_PLUGIN,
+            f"no node that publishes this class's devices serves {resource} through a device plugin",
+        )
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return PluginConflict(
+        True,
+        SERVED_BY_DEVICE_PLUGIN,
+        f"a device plugin serves {resource} on {len(names)} nodes that publish this class's devices "
+        f"({shown}): Pods asking for {resource} there get the plugin's devices, never this class's; "
+        "remove the plugin from those nodes or give the class another extendedResourceName "
+        "(docs/MIGRATION.md)",
+    )
+
+
 def status_patch(
     current: dict[str, Any] | None,
     verdict: Verdict,
@@ -98,11 +133,24 @@ def status_patch(
     now: str,
     selects: str | None,
     matching: Matching | None,
+    conflict: PluginConflict | None = None,
 ) -> dict[str, Any]:
-    """The status fields to change; empty when the status already says all this."""
+    """The status fields to change; empty when the status already says all this. ``conflict``
+    None: the class has no extended resource, and no DevicePluginConflict condition."""
     current = current or {}
+    kept = [c for c in current.get("conditions") or [] if c.get("type") != DEVICE_PLUGIN_CONFLICT]
+    if conflict is not None:
+        kept = set_condition(
+            current.get("conditions"),
+            DEVICE_PLUGIN_CONFLICT,
+            ConditionStatus.TRUE if conflict.conflict else ConditionStatus.FALSE,
+            conflict.reason,
+            conflict.message,
+            now,
+            generation,
+        )
     conditions: list[Condition] = set_condition(
-        current.get("conditions"),
+        kept,
         READY,
         ConditionStatus.TRUE if verdict.ready else ConditionStatus.FALSE,
         verdict.reason,
