@@ -11,7 +11,7 @@ import re
 
 import yaml
 
-from deckhouse_gpu.ports.kube import PHYSICAL_GPUS
+from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_SLICES
 from tests.cmd import kubectl_gpu_world
 from tests.cmd.kubectl_gpu_world import World
 
@@ -190,3 +190,22 @@ def test_explain_where_it_fits_and_why_not_elsewhere(world: World) -> None:
     assert (code, json.loads(out)["fitsOn"]) == (0, ["a30"])
     reads = world.reads()  # every request of every command above was a GET
     assert reads["/apis/resource.k8s.io/v1/namespaces/ml/resourceclaimtemplates/one-a30"] == 2  # once a run
+
+
+def test_status_names_the_other_owner_of_a_card_it_does_not_offer(world: World) -> None:
+    # DESIGN.md D16: gpu-handler withdrew the node's offers and says why in OtherOwner.
+    held = {
+        "status": {
+            "conditions": [
+                {"type": "DriverReady", "status": "True", "reason": "ValidatorReady"},
+                {"type": "HardwareHealthy", "status": "True", "reason": "NVMLHealthy"},
+                {"type": "OtherOwner", "status": "True", "reason": "DevicePlugin", "message": "..."},
+            ]
+        }
+    }
+    world.cluster.kube.patch(PHYSICAL_GPUS, "t4-0000-10-00-0", held, subresource="status")
+    for item in world.cluster.kube.list(RESOURCE_SLICES).items:
+        if item["spec"].get("nodeName") == "t4":
+            world.cluster.kube.delete(RESOURCE_SLICES, item["metadata"]["name"])
+    _, out = world.run("status", "t4")
+    assert "held by DevicePlugin" in _rows(out)[1]

@@ -12,6 +12,8 @@ import re
 
 import yaml
 
+from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
+from deckhouse_gpu.ports.kube import NODES
 from tests.cmd.kubectl_gpu_world import World, extended_pod, own_by_gpu_class, world
 
 __all__ = ["world"]  # the fixture
@@ -139,3 +141,36 @@ def test_capacity_lists_every_class_when_asked(world: World) -> None:
     assert _rows(one)[1] == ["gpu-a100-80gb", "-", "0", "0", "0", "-"]
     _, out = world.run("capacity", "-o", "json")
     assert len(json.loads(out)["classes"]) == 41  # data keeps every class, with its device count
+
+
+def test_a_pending_nvidia_gpu_pod_in_a_cluster_half_migrated_from_the_device_plugin(world: World) -> None:
+    # DESIGN.md D16: the t4 node still runs NVIDIA's device plugin (allocatable nvidia.com/gpu),
+    # the other nodes are migrated; a class of ours serves nvidia.com/gpu through DRA there.
+    cluster = world.cluster
+    cel = (
+        'device.driver == "gpu.deckhouse.io" && '
+        'device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
+    )
+    cluster.kube.create(
+        DEVICE_CLASSES,
+        {
+            "metadata": {"name": "nvidia-gpu"},
+            "spec": {"selectors": [{"cel": {"expression": cel}}], "extendedResourceName": "nvidia.com/gpu"},
+        },
+    )
+    cluster.kube.patch(
+        NODES, "t4", {"status": {"allocatable": {"nvidia.com/gpu": "1"}}}, subresource="status"
+    )
+    extended_pod(cluster, "ml", "legacy", {"nvidia.com/gpu": "1"})
+    code, out = world.run("explain", "legacy")
+    assert "nvidia-gpu" in out  # the class behind the plugin's name
+    rows = {r[0]: r for r in _rows(out.split("\n\n")[1])[1:]}
+    assert rows["t4"][1] == "plugin"
+    assert rows["t4"][2].startswith("a device plugin serves nvidia.com/gpu (1 allocatable) here")
+    assert rows["a30"][1] == "yes"  # migrated: our A30 through DRA
+    assert "A device plugin serves the extended resources on 1 node(s): t4." in out
+    document = json.loads(world.run("explain", "legacy", "-o", "json")[1])
+    by_node = {n["node"]: n for n in document["nodes"]}
+    assert by_node["t4"]["devicePlugin"].startswith("a device plugin serves nvidia.com/gpu")
+    assert by_node["a30"]["devicePlugin"] is None
+    assert code == 0

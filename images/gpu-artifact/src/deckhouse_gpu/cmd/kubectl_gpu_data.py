@@ -142,6 +142,7 @@ def explanation_data(explanation: PodExplanation) -> dict[str, Any]:
             {
                 "node": n.node,
                 "fits": n.fits,
+                "devicePlugin": n.device_plugin,
                 "error": n.error,
                 "pools": n.pools,
                 "requests": [

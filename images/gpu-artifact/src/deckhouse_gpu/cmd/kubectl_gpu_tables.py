@@ -214,10 +214,16 @@ def explain_table(explanation: PodExplanation, paint: Paint) -> str:
     if explanation.nodes:
         rows, codes = [["NODE", "FITS", "WHY NOT"]], []
         for verdict in explanation.nodes:
-            rows.append([verdict.node, "yes" if verdict.fits else "no", _why(verdict)])
-            codes.append([None, GREEN if verdict.fits else RED, None])
+            cell = "yes" if verdict.fits else "plugin" if verdict.device_plugin else "no"
+            rows.append([verdict.node, cell, verdict.device_plugin or _why(verdict)])
+            codes.append([None, GREEN if verdict.fits else YELLOW if verdict.device_plugin else RED, None])
         lines += ["", table(rows, paint, codes)]
     fits = explanation.fits_on
+    plugin = explanation.plugin_nodes
+    if plugin:  # the scheduler's choice there is the device plugin's, not DRA's (DESIGN.md D16)
+        lines.append(
+            f"\nA device plugin serves the extended resources on {len(plugin)} node(s): {some(plugin, 10)}."
+        )
     if fits:
         lines.append(paint(f"\nThe claims fit on {len(fits)} node(s): {some(fits, 10)}.", GREEN))
     elif not explanation.problems and all(c.state == "allocated" for c in explanation.claims):

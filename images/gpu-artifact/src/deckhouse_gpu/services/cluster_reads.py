@@ -73,6 +73,7 @@ class ClusterReads:
     def __init__(self, api: KubeAPI) -> None:
         self.api = api
         self._device_classes: list[Object] | None = None  # listed once: classes() and the reports
+        self._nodes: list[Object] | None = None  # listed once: the node selection and the explain notes
 
     def list_all(self, resource: Resource) -> list[Object]:
         where = " in all namespaces" if resource.namespaced else ""
@@ -113,8 +114,14 @@ class ClusterReads:
     def nodes(self) -> list[Node]:
         return [
             Node(str(n["metadata"]["name"]), dict((n.get("metadata") or {}).get("labels") or {}))
-            for n in self.list_all(NODES)
+            for n in self.node_objects()
         ]
+
+    def node_objects(self) -> list[Object]:
+        """The Nodes as stored, listed once: their device plugins' resources are read too."""
+        if self._nodes is None:
+            self._nodes = self.list_all(NODES)
+        return self._nodes
 
     def device_class_objects(self) -> list[Object]:
         """The DeviceClasses as stored: their owners and extended resource names are read too."""

@@ -19,6 +19,7 @@ from deckhouse_gpu.domain.allocation.state import allocated_state
 from deckhouse_gpu.domain.report import capacity as capacity_report
 from deckhouse_gpu.domain.report.cards import CardRow, card_rows, counters_left
 from deckhouse_gpu.domain.report.class_devices import class_devices
+from deckhouse_gpu.domain.report.device_plugins import annotate
 from deckhouse_gpu.domain.report.extended import (
     extended_claim,
     extended_requests,
@@ -148,7 +149,10 @@ def explain(api: KubeAPI, namespace: str, name: str) -> PodExplanation:
     held = holders(claims, device_index(inventory))
     asked = {a.device_class.name: a.device_class for c in parsed for r in c.requests for a in r.alternatives}
     explanation.classes = class_devices(groups, inventory, [asked[n] for n in sorted(asked)], owners, held)
-    return explain_pod(explanation, allocator, parsed, reads.nodes(), state, held)
+    explained = explain_pod(explanation, allocator, parsed, reads.nodes(), state, held)
+    by_name = {str(n["metadata"]["name"]): n for n in reads.node_objects()}
+    annotate(explained.nodes, by_name, extended)  # device plugins and other owners (DESIGN.md D16)
+    return explained
 
 
 def _warm(matcher: CelMatcher, parsed: Sequence[Claim], inventory: Inventory) -> SelectorGroups:

@@ -69,6 +69,8 @@ class NodeVerdict:
     error: str | None = None
     pools: list[str] = field(default_factory=list)
     requests: list[RequestVerdict] = field(default_factory=list)
+    # Set where a device plugin serves the Pod's extended resource: the Pod goes to it there.
+    device_plugin: str | None = None
 
 
 def nodes_to_try(pod_node: str | None, claims: Sequence[PodClaim], nodes: Sequence[Node]) -> list[Node]:
@@ -191,6 +193,11 @@ class PodExplanation:
     @property
     def fits_on(self) -> list[str]:
         return [n.node for n in self.nodes if n.fits]
+
+    @property
+    def plugin_nodes(self) -> list[str]:
+        """Nodes where a device plugin serves the Pod's extended resources (DESIGN.md D16)."""
+        return [n.node for n in self.nodes if n.device_plugin]
 
     @property
     def placeable(self) -> bool:
