@@ -34,6 +34,7 @@ def card_data(row: CardRow) -> dict[str, Any]:
         "model": row.model,
         "mode": row.mode,
         "offered": row.offered,
+        "otherOwner": row.other_owner or None,  # DESIGN.md D16
         "taints": row.taints,
         "conditions": {
             "HardwareHealthy": {"status": row.healthy, "reason": row.healthy_reason},

@@ -5,7 +5,8 @@
 
 Who writes what (DESIGN.md D8): gpu-node-agent owns ``nodeInfo``, ``pciInfo`` and
 ``currentState.driverType``/``driverName``; gpu-controller owns the ``DriverReady`` condition;
-gpu-handler owns ``capabilities``, ``currentState.nvidia`` and ``HardwareHealthy``.
+gpu-handler owns ``capabilities``, ``currentState.nvidia``, ``HardwareHealthy`` and ``OtherOwner``
+(domain/inventory/other_owner.py).
 The CRD in ``crds/physicalgpu.yaml`` is kept in sync with these models by a test.
 """
 
