@@ -158,6 +158,11 @@ def test_the_plugins_node_publishes_nothing_and_says_why(nodes: TwoNodes) -> Non
     assert "nvidia.com/gpu" in event["message"]
     assert node_events(b, "OtherGPUOwner") == []
     assert a.handler is not None
+    # Not once since it started: the plugin was there before gpu-handler (the sampler cannot see
+    # a slice that came and went between two samples, the handler's log would).
+    assert "ResourceSlices published" not in a.handler.log.read_text()
+    assert b.handler is not None
+    assert "ResourceSlices published" in b.handler.log.read_text()  # what the line looks like
     assert "other GPU owner" in a.handler.log.read_text()
 
 

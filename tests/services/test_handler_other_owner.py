@@ -205,3 +205,25 @@ def test_start_leaves_another_owners_mig_instances_alone(tmp_path):
     board.prime([{"status": {"pciInfo": {"address": A30}}}], {"metadata": {"name": "w1"}})  # migrated
     held.start()
     assert world.mig.instances(A30) == []
+
+
+def test_a_pass_reads_the_node_from_the_watch_not_the_api(clock):
+    # Passes come on every trigger and heartbeat: the Node the watch delivered is used, so the
+    # node's handler does not GET its Node each time (a relist reads it once more).
+    node = owned(clock)
+    node.loop.notify = lambda trigger: None  # type: ignore[method-assign]
+    node.loop.on_node_change(set_node(node, PLUGIN))
+    gets = []
+    real_get = node.kube.get
+
+    def counting_get(resource: Any, name: str, namespace: str | None = None) -> Any:
+        gets.append(resource.kind)
+        return real_get(resource, name, namespace)
+
+    node.kube.get = counting_get  # type: ignore[method-assign]
+    assert node.loop._pass([]).ok
+    assert offered_cards(node) == set()  # the watched Node's plugin holds the cards
+    assert "Node" not in gets
+    node.loop.on_node_change(None)  # relisted: the next pass reads the Node
+    assert node.loop._pass([]).ok
+    assert gets.count("Node") == 1

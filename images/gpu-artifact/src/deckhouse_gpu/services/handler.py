@@ -79,6 +79,7 @@ class HandlerLoop(TriggerLoop):
         self._modes_lock = threading.Lock()  # prepare reports from the kubelet's gRPC threads
         self.after_publish = after_publish  # e.g. the CDI base spec for the offered cards
         self._node_signals: tuple[object, ...] | None = None
+        self._watched_node: dict[str, Any] | None = None  # this node's Node, from the watch
         # Another owner of the node's cards (DESIGN.md D16): held cards get no offers.
         self.owners: OwnerBoard | None = None
         self.prepared_claims: Callable[[], list[str]] = list  # the claims prepare holds, for reports
@@ -115,6 +116,9 @@ class HandlerLoop(TriggerLoop):
         """Watch callback for this node's Node: its sharing/MIG labels and another owner of its
         cards (device plugin resources, the labels of node-manager and the GPU operator) decide
         the offers; the kubelet's heartbeats change neither and cause no pass."""
+        # The pass uses the Node as the watch last delivered it instead of reading it again; a relist
+        # or a deletion makes the next pass read it.
+        self._watched_node = event.object if event is not None and event.type != "DELETED" else None
         labels = (event.object.get("metadata", {}).get("labels") or {}) if event else {}
         relevant = {key: value for key, value in labels.items() if key in (LABEL_SHARING, LABEL_MIG)}
         signals = (relevant, node_owner(event.object) if event else None)
@@ -131,7 +135,7 @@ class HandlerLoop(TriggerLoop):
         published = None
         if report.ok and self.publisher is not None:
             try:
-                node = self.capabilities.api.get(NODES, self.capabilities.node_name)
+                node = self._watched_node or self.capabilities.api.get(NODES, self.capabilities.node_name)
                 cards, modes = report.cards, self.active_modes()
                 if self.owners is not None:
                     cards = self.owners.apply(cards, node, modes, self.prepared_claims())
