@@ -15,6 +15,7 @@ no moment are A's cards offered while the kubelet advertises them through the pl
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -24,10 +25,14 @@ from typing import Any
 
 import pytest
 
+from deckhouse_gpu.adapters.kube_client import load_kube
+from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
 from deckhouse_gpu.domain.naming import physical_gpu_name
+from deckhouse_gpu.services.gpuclass_controller import GpuClassSettings
 from testkit.real_cluster import KUBELET_VERSIONS, ApiError, Clusters, RealCluster
 from tests.real.conftest import cluster_of
 from tests.real.handler_world import CARD_A, CARD_B, DRIVER, WHOLE_A, WHOLE_B, HandlerNode, handler_node
+from tests.real.test_gpuclass_real import GROUP_VERSION, installed
 from tests.support.device_plugin import DevicePlugin
 
 log = logging.getLogger(__name__)
@@ -59,9 +64,9 @@ def device_class() -> dict[str, Any]:
     }
 
 
-def allocatable(cluster: RealCluster, node: str) -> int:
+def allocatable(cluster: RealCluster, node: str, resource: str = NVIDIA_GPU) -> int:
     status = cluster.get("v1", "Node", node).get("status") or {}
-    return int((status.get("allocatable") or {}).get(NVIDIA_GPU, "0"))
+    return int((status.get("allocatable") or {}).get(resource, "0"))
 
 
 def owner_condition(node: HandlerNode, address: str) -> tuple[str, str, str] | None:
@@ -186,6 +191,66 @@ def test_the_scheduler_sends_nvidia_gpu_to_the_plugin_on_a_and_to_dra_on_b(nodes
     assert a.devices() == set()  # running a plugin Pod changed nothing on A
     a.delete_pod("legacy")
     b.delete_pod("migrated")
+
+
+def class_conflict(cluster: RealCluster, name: str) -> tuple[str, str, str] | None:
+    found = cluster.get(GROUP_VERSION, "GPUClass", name)
+    for cond in (found.get("status") or {}).get("conditions") or []:
+        if cond["type"] == "DevicePluginConflict":
+            return cond["status"], cond["reason"], cond["message"]
+    return None
+
+
+def test_a_gpu_class_naming_a_resource_a_plugin_serves_beside_its_devices_says_so(nodes: TwoNodes) -> None:
+    # Bad input: B publishes the class's whole A30s and a device plugin on B serves the resource the
+    # class names. B's cards stay ours (example.com/gpu is no NVIDIA GPU resource), so the scheduler
+    # would send such Pods to the plugin there: the GPUClass's DevicePluginConflict says so.
+    cluster, b = nodes.cluster, nodes.b
+    resource = "example.com/gpu"
+    installed(cluster)
+    socket = b.kubelet.plugins_dir / "test-example" / "dp.sock"
+    plugin = DevicePlugin(b.kubelet.registry_dir, socket, resource, ["EX-0"]).start()
+    name = f"gpuo-example-{cluster.version.replace('.', '-')}"
+    stop = threading.Event()
+    running = None
+    try:
+        b.wait(plugin.registered.is_set, 60, "the kubelet registers the example plugin")
+        b.wait(lambda: allocatable(cluster, b.node, resource) == 1, 60, "the kubelet advertises it")
+        spec = {"deviceKind": "Whole", "extendedResourceName": resource}
+        cluster.create(
+            {"apiVersion": GROUP_VERSION, "kind": "GPUClass", "metadata": {"name": name}, "spec": spec}
+        )
+        settings = GpuClassSettings(
+            debounce_seconds=0.01, inventory_debounce_seconds=0.1, watch_timeout_seconds=5
+        )
+        api = load_kube(str(cluster.admin_kubeconfig))
+        running = start_dra_controller(
+            api, stop, leader_elect=False, pinned_version=cluster.version, class_settings=settings
+        )
+        b.wait(lambda: (class_conflict(cluster, name) or ("",))[0] == "True", 60, "DevicePluginConflict")
+        _, reason, message = class_conflict(cluster, name)  # type: ignore[misc]
+        assert reason == "ServedByDevicePlugin"
+        assert f"({b.node})" in message
+        assert resource in message
+        # The scheduler does as the condition says: the Pod gets the plugin's device on B.
+        b.pod("example", limits={resource: "1"})
+        pod = b.wait_running("example")
+        assert "extendedResourceClaimStatus" not in pod["status"]
+        assert plugin.allocated == [["EX-0"]]
+        b.delete_pod("example")
+        plugin.stop()
+        b.wait(lambda: allocatable(cluster, b.node, resource) == 0, 60, "the plugin's resource at 0")
+        b.wait(lambda: (class_conflict(cluster, name) or ("",))[0] == "False", 60, "the conflict gone")
+        assert class_conflict(cluster, name)[1] == "NotServedByDevicePlugin"  # type: ignore[index]
+    finally:
+        plugin.stop()
+        stop.set()
+        if running is not None:
+            running.shutdown()
+        with contextlib.suppress(ApiError):
+            cluster.delete(GROUP_VERSION, "GPUClass", name)
+        with contextlib.suppress(ApiError):
+            cluster.delete(RESOURCE, "DeviceClass", name)
 
 
 def test_offers_come_within_a_minute_of_the_plugin_going_and_never_overlap_it(nodes: TwoNodes) -> None:
