@@ -78,6 +78,10 @@ def test_node_manager_and_gpu_operator_labels_hold_through_a_plugin_restart() ->
     assert managed is not None
     assert managed.reason == REASON_NODE_MANAGER
     assert "spec.gpu" in managed.message
+    bare = node_owner(node(labels={"node.deckhouse.io/gpu": ""}))  # set with the config label
+    assert bare is not None
+    assert bare.reason == REASON_NODE_MANAGER
+    assert "label node.deckhouse.io/gpu," in bare.message
     for value in ("true", "paused-for-mig-change"):
         operator = node_owner(node(labels={"nvidia.com/gpu.deploy.device-plugin": value}))
         assert operator is not None

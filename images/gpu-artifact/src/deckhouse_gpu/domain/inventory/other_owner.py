@@ -9,8 +9,9 @@ A node is held while any of these says so, first the one the scheduler itself re
 1. its ``status.allocatable`` has an NVIDIA GPU resource above 0 (``nvidia.com/gpu``,
    ``nvidia.com/gpu.shared``, ``nvidia.com/mig-<profile>[.shared]``): the kubelet has a device
    plugin registered for it, and the scheduler sends such Pods to that plugin, not to DRA;
-2. the label node-manager's device plugin reads its configuration from
-   (``node.deckhouse.io/device-gpu.config``, set by ``NodeGroup.spec.gpu``);
+2. the labels node-manager puts on the nodes of a NodeGroup with ``spec.gpu``
+   (``node.deckhouse.io/gpu``, and ``node.deckhouse.io/device-gpu.config``, where its device
+   plugin reads the sharing mode from);
 3. the GPU operator's label that places its device plugin
    (``nvidia.com/gpu.deploy.device-plugin`` is ``true``, or ``paused-for-mig-change`` while its MIG
    manager repartitions the cards).
@@ -32,6 +33,7 @@ from deckhouse_gpu.domain.inventory.physicalgpu import ConditionStatus
 OTHER_OWNER = "OtherOwner"  # the PhysicalGPU condition gpu-handler writes (True: held by another)
 
 LABEL_NODE_MANAGER = "node.deckhouse.io/device-gpu.config"
+LABEL_NODE_MANAGER_GPU = "node.deckhouse.io/gpu"
 LABEL_GPU_OPERATOR = "nvidia.com/gpu.deploy.device-plugin"
 # "paused-for-mig-change": the operator's MIG manager stopped the plugin to repartition the cards,
 # which it brings back afterwards; the cards are the operator's all along.
@@ -98,12 +100,14 @@ def node_owner(node: Mapping[str, Any] | None) -> Owner | None:
             tuple(resources),
         )
     labels = ((node or {}).get("metadata") or {}).get("labels") or {}
-    if LABEL_NODE_MANAGER in labels:
+    managed = [key for key in (LABEL_NODE_MANAGER, LABEL_NODE_MANAGER_GPU) if key in labels]
+    if managed:
+        shown = ", ".join(f"{key}={labels[key]}" if labels[key] else key for key in managed)
         return Owner(
             REASON_NODE_MANAGER,
-            f"Deckhouse node-manager runs the NVIDIA device plugin here (label {LABEL_NODE_MANAGER}="
-            f"{labels[LABEL_NODE_MANAGER]}, NodeGroup spec.gpu): remove spec.gpu from the node's "
-            "NodeGroup to hand its GPUs to DRA (docs/MIGRATION.md)",
+            f"Deckhouse node-manager runs the NVIDIA device plugin here (label {shown}, NodeGroup "
+            "spec.gpu): remove spec.gpu from the node's NodeGroup to hand its GPUs to DRA "
+            "(docs/MIGRATION.md)",
         )
     operator = str(labels.get(LABEL_GPU_OPERATOR, ""))
     if operator in GPU_OPERATOR_ON:
