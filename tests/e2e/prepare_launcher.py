@@ -36,7 +36,7 @@ from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.cmd import handler, handler_wiring
 from deckhouse_gpu.cmd.plugin_wiring import build_prepare
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, Decoded
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon

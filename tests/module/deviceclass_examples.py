@@ -27,7 +27,7 @@ import yaml
 
 from deckhouse_gpu.adapters.sim.scenario import parse_scenario
 from deckhouse_gpu.domain.cel import CompiledSelector, SelectorEngine, SelectorError, device_view
-from deckhouse_gpu.domain.offers.model import mig_name, physical_name
+from deckhouse_gpu.domain.naming import mig_name, physical_name
 from deckhouse_gpu.services.slice_preview import render_nodes
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 

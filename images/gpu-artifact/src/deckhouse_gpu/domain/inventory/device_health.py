@@ -26,13 +26,16 @@ from typing import Any, Literal
 
 from deckhouse_gpu.domain.inventory import conditions
 from deckhouse_gpu.domain.inventory.hardware_health import REASON_QUERY_FAILED
-from deckhouse_gpu.domain.inventory.physicalgpu import HARDWARE_HEALTHY
-from deckhouse_gpu.domain.offers.model import mig_name, physical_name
+from deckhouse_gpu.domain.inventory.physicalgpu import GROUP, HARDWARE_HEALTHY
+from deckhouse_gpu.domain.naming import mig_name, physical_name
 
 type Health = Literal["Healthy", "Unhealthy", "Unknown"]
 HEALTHY: Health = "Healthy"
 UNHEALTHY: Health = "Unhealthy"
 UNKNOWN: Health = "Unknown"
+# The device taint an unhealthy card's offers carry (domain/offers/device_taints.py); here, below
+# the offers, because inventory's events name it too.
+TAINT_KEY = f"{GROUP}/unhealthy"
 # The kubelet keeps 1024 characters of a message and marks the cut with "..."; cut here the same way.
 MAX_MESSAGE = 1024
 

@@ -16,6 +16,7 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     LABEL_VENDOR,
     DriverType,
 )
+from deckhouse_gpu.domain.naming import mig_name, physical_name
 from deckhouse_gpu.domain.offers.counter_layout import Placed, full_capacity, needed, profile_uses, quantity
 from deckhouse_gpu.domain.offers.model import (
     MIG,
@@ -29,8 +30,6 @@ from deckhouse_gpu.domain.offers.model import (
     OfferPolicy,
     RequestPolicy,
     mebibytes,
-    mig_name,
-    physical_name,
 )
 
 EVERY_PROFILE = OfferPolicy()

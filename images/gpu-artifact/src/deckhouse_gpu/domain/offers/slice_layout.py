@@ -18,15 +18,9 @@ from typing import Any
 
 from deckhouse_gpu.domain.inventory.physicalgpu import LABEL_NODE
 from deckhouse_gpu.domain.kube_versions import known_minor
-from deckhouse_gpu.domain.naming import label_value, pci_address_slug
+from deckhouse_gpu.domain.naming import label_value, pci_address_slug, physical_name
 from deckhouse_gpu.domain.offers.device_taints import taint_json
-from deckhouse_gpu.domain.offers.model import (
-    DRIVER,
-    CardOffers,
-    CounterSet,
-    Offer,
-    physical_name,
-)
+from deckhouse_gpu.domain.offers.model import DRIVER, CardOffers, CounterSet, Offer
 
 API_VERSION = "resource.k8s.io/v1"
 MAX_DEVICES = 128
