@@ -7,12 +7,12 @@ merges the per-device edits of every feature it is given, whatever the feature."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, cast
+from typing import cast
+from unittest.mock import create_autospec
 
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
-from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
+from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
 from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareFeature
@@ -47,27 +47,6 @@ def test_the_steps_run_in_the_order_of_the_phases_as_before_the_registry() -> No
     assert writer.features == FEATURES
 
 
-class RecordingCdi:
-    def __init__(self) -> None:
-        self.edits: dict[str, Any] = {}
-
-    def write_claim(
-        self,
-        claim_uid: str,
-        devices: tuple[DevicePlan, ...],
-        mig: tuple[MigRecord, ...],
-        edits: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> dict[str, tuple[str, ...]]:
-        self.edits = {device: dict(edit) for device, edit in (edits or {}).items()}
-        return {plan.device: (f"k8s.gpu.deckhouse.io/claim={claim_uid}-{plan.device}",) for plan in devices}
-
-    def delete_claim(self, claim_uid: str) -> None:
-        pass
-
-    def claims_with_specs(self) -> set[str]:
-        return set()
-
-
 def test_the_cdi_writer_merges_every_features_edits_in_registration_order() -> None:
     mount = {"hostPath": "/run/x", "containerPath": "/x", "options": ["ro"]}
     first = PrepareFeature("first", device_edits=lambda ctx: {PLAN.device: {"env": ["A=1"]}})
@@ -79,7 +58,8 @@ def test_the_cdi_writer_merges_every_features_edits_in_registration_order() -> N
             OTHER.device: {"env": ["C=3"]},
         },
     )
-    cdi = RecordingCdi()
+    cdi = create_autospec(ClaimCDI, instance=True)
+    cdi.write_claim.return_value = {OTHER.device: ("k8s.gpu.deckhouse.io/claim=uid-1-gpu-0000-02-00-0",)}
     claim = ClaimRef("default", "uid-1", "claim")
     ctx = PrepareContext(
         claim, Checkpoint("boot"), lambda saved: None, cast(MigControl, object()), cdi, "now"
@@ -89,7 +69,9 @@ def test_the_cdi_writer_merges_every_features_edits_in_registration_order() -> N
 
     WriteCdi((first, nothing, second)).run(ctx)
 
-    assert cdi.edits == {
+    (uid, plans, mig, edits), _ = cdi.write_claim.call_args
+    assert (uid, plans, mig) == (claim.uid, (PLAN, OTHER), ())
+    assert edits == {
         PLAN.device: {"env": ["A=1", "B=2"], "mounts": [mount]},
         OTHER.device: {"env": ["C=3"]},
     }

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.config.opaque_types import DeviceType
 from deckhouse_gpu.domain.naming import mig_name, physical_name
 from deckhouse_gpu.domain.offers.model import DRIVER
 
-type DeviceKind = Literal["Physical", "MIG"]
-KINDS: tuple[DeviceKind, ...] = ("Physical", "MIG")
+type DeviceKind = DeviceType
+KINDS: tuple[DeviceKind, ...] = tuple(features.DEVICE_TYPES)  # the registry's (DESIGN.md D20)
 
 
 @dataclass(frozen=True)
