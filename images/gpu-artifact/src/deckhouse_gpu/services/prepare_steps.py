@@ -39,8 +39,9 @@ from deckhouse_gpu.services.prepare_vfio_steps import VFIO_FEATURE
 # The runner and its context are re-exported: services/prepare.py takes them from here.
 __all__ = ["FEATURES", "PREPARE_STEPS", "PrepareContext", "PrepareError", "Step", "run_steps"]
 
-# The features, in the order their steps of one phase run and their CDI edits merge: a MIG
-# instance exists before its MPS daemon starts on it, the metadata mount comes after MPS's.
+# The features, in the order their steps of one phase run and their CDI edits merge (an MPS
+# device's client setup first, then its metadata mount). The phases order the rest: a MIG instance
+# (devices) exists before its MPS daemon starts on it (settings).
 FEATURES: tuple[PrepareFeature, ...] = (MIG_FEATURE, SHARING_FEATURE, METADATA_FEATURE, VFIO_FEATURE)
 
 log = logging.getLogger(__name__)
