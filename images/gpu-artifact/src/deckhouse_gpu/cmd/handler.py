@@ -242,7 +242,8 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     publisher = SlicePublisher(api, args.node_name, events, features)
     health = HealthState()
     settings = HandlerSettings(args.heartbeat_seconds, args.health)
-    device_health = DeviceHealthBoard(args.node_name)  # the kubelet's health stream (DESIGN.md F6.3)
+    # the kubelet's health stream (KUBERNETES-FACTS.md F6.3)
+    device_health = DeviceHealthBoard(args.node_name)
     loop = HandlerLoop(
         capabilities, health, clock, settings, publisher,
         device_health=device_health, observer=metrics, xid_watcher=xids,
