@@ -77,7 +77,8 @@ class HandlerLoop(TriggerLoop):
         self._modes_lock = threading.Lock()  # prepare reports from the kubelet's gRPC threads
         self.after_publish = after_publish  # e.g. the CDI base spec for the offered cards
         self._node_labels: dict[str, str] | None = None
-        self.device_health = device_health  # what the kubelet's health stream sends (DESIGN.md F6.3)
+        # what the kubelet's health stream sends (KUBERNETES-FACTS.md F6.3)
+        self.device_health = device_health
         self.observer = observer
         self.xid_watcher = xid_watcher  # watches the cards of each pass; an Xid wakes the loop
         if xid_watcher is not None:

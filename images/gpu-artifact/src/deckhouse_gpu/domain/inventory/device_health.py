@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The health of every device of the node as the kubelet shows it in Pod status (DESIGN.md F6.3).
+"""The health of every device of the node as the kubelet shows it in Pod status (KUBERNETES-FACTS.md F6.3).
 
 Pure: PhysicalGPU objects in, one entry per device name out. A card's devices are every name the
 scheduler may have allocated it under: its Physical offer (a shared offer has the same name) and

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Health as device taints: an unhealthy card keeps its offers, each tainted (DESIGN.md F1.7, F4.4).
+"""Health as device taints: an unhealthy card keeps its offers, each tainted (KUBERNETES-FACTS.md F1.7, F4.4).
 
 A card whose devices the kubelet shows as Unhealthy (``device_health.card_health``: NVML fails on
 this very card, or ``HardwareHealthy=False``) is offered as it would be healthy, every device with

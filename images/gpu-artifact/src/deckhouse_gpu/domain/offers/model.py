@@ -38,7 +38,10 @@ class Capacity:
 
 @dataclass(frozen=True)
 class DeviceTaint:
-    """A device taint (DESIGN.md F1.7); ``timeAdded`` is the API server's (domain/offers/device_taints.py)."""
+    """A device taint (KUBERNETES-FACTS.md F1.7).
+
+    ``timeAdded`` is the API server's (domain/offers/device_taints.py).
+    """
 
     key: str
     value: str

@@ -6,7 +6,7 @@
 1.34: a slice per card holding its counter set and its devices (references stay in the slice).
 1.35+: counters-only slices (at most 8 sets each) and devices slices (at most 64 devices when
 they consume counters or have taints, 128 otherwise), all in one pool with one generation. 1.36
-and 1.37 keep the 1.35 rules (DESIGN.md F10); a newer minor is treated as 1.37
+and 1.37 keep the 1.35 rules (KUBERNETES-FACTS.md F10); a newer minor is treated as 1.37
 (domain/kube_versions.py).
 """
 
