@@ -3,8 +3,8 @@
 
 """The registry of sharing strategies (domain/config/features.py, DESIGN.md D20) is the one list:
 what the GPUClass CRD's enum allows, what a GPUClass spec reads, what the opaque config decodes
-for each device type and what the checkpoint accepts are its names, and no module of the package
-spells a strategy's name outside the strategy's own module."""
+for each device type, what the checkpoint accepts and what the example configs show are its names,
+and no module of the package spells a strategy's name outside the strategy's own module."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import yaml
 import deckhouse_gpu
 from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode, encode
-from deckhouse_gpu.domain.config.opaque_types import API_VERSION, ConfigType, kind_of
+from deckhouse_gpu.domain.config.opaque_types import API_VERSION, DRIVER, ConfigType, kind_of
 from deckhouse_gpu.domain.gpuclass.spec import Strategy
 from deckhouse_gpu.domain.prepare.checkpoint import SHARING_STRATEGIES
 
@@ -47,6 +47,24 @@ def test_the_crd_the_gpuclass_spec_and_the_checkpoint_allow_the_registered_strat
     assert all(enum == names for enum in crd_strategies())
     assert [member.value for member in Strategy] == names
     assert tuple(names) == SHARING_STRATEGIES
+
+
+def opaque_parameters(node: Any) -> list[dict[str, Any]]:
+    """Every ``opaque.parameters`` of the driver in a YAML document, however deep."""
+    if isinstance(node, list):
+        return [found for item in node for found in opaque_parameters(item)]
+    if not isinstance(node, dict):
+        return []
+    opaque = node.get("opaque")
+    here = [opaque["parameters"]] if isinstance(opaque, dict) and opaque.get("driver") == DRIVER else []
+    return here + [found for value in node.values() for found in opaque_parameters(value)]
+
+
+def test_the_example_configs_show_every_registered_strategy_and_decode() -> None:
+    examples = ROOT / "docs" / "examples" / "claim-configs.yaml"
+    found = [p for document in yaml.safe_load_all(examples.read_text()) for p in opaque_parameters(document)]
+    shown = {features.strategy_of(s).name for p in found if (s := features.sharing_of(decode(p))) is not None}
+    assert shown == set(features.names())
 
 
 def parameters(kind: str, sharing: dict[str, Any]) -> dict[str, Any]:
