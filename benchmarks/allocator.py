@@ -37,8 +37,9 @@ from deckhouse_gpu.domain.allocation.node_match import Node
 from deckhouse_gpu.domain.allocation.search import Allocator
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.allocation.state import AllocatedState
+from deckhouse_gpu.domain.naming import physical_name
 from deckhouse_gpu.domain.offers.card_offers import card_offers
-from deckhouse_gpu.domain.offers.model import OfferPolicy, physical_name
+from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
 from testkit.gpu_objects import node_cards
 

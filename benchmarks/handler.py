@@ -83,7 +83,7 @@ def bench_process(host: HostBuilder, workdir: Path) -> None:
             measure_handler("in a pod (in-cluster config, https)", server, launcher, env, host)
     with FakeApiServer() as server:
         inventory(server.kube, host)
-        argv = ["-m", "deckhouse_gpu.cmd.handler", "run", *handler_argv(host)]
+        argv = ["-m", "deckhouse_gpu.simulator.gpu_handler", "run", *handler_argv(host)]
         argv += ["--kubeconfig", write_kubeconfig(workdir, server.url)]
         measure_handler("with --kubeconfig (loads the kubeconfig/OIDC code too)", server, argv, None, host)
 

@@ -23,7 +23,7 @@ from benchmarks.allocator import NODES, TOKEN
 from benchmarks.common import line
 from deckhouse_gpu.adapters.kube_json import decode
 from deckhouse_gpu.domain.allocation.model import build_inventory
-from deckhouse_gpu.domain.offers.model import physical_name
+from deckhouse_gpu.domain.naming import physical_name
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
 from deckhouse_gpu.ports.kube import NODES as NODE_KIND

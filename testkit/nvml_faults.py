@@ -29,7 +29,7 @@ import pynvml
 
 from deckhouse_gpu.adapters.nvml_errors import describe
 from deckhouse_gpu.adapters.nvml_mig import code_name
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.inventory.nvml_snapshot import DeviceSnapshot, DriverInfo
 from deckhouse_gpu.domain.prepare.cdi_spec import DeviceNode
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The compiled health stream protos against the wire format of DESIGN.md F6.3, byte for byte.
+"""The compiled health stream protos against the wire format of KUBERNETES-FACTS.md F6.3, byte for byte.
 
 The expected bytes are built by hand from field numbers and wire types (the helpers of
 test_kubelet_protos.py), so a renumbered field fails here even though our own two ends would agree.

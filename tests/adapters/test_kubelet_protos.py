@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The compiled kubelet protos against the wire format of DESIGN.md F6, byte for byte.
+"""The compiled kubelet protos against the wire format of KUBERNETES-FACTS.md F6, byte for byte.
 
 The expected bytes are built by hand from field numbers and wire types, so a renumbered or retyped
 field in the .proto files fails here even though both ends of our own tests would still agree.
@@ -162,7 +162,8 @@ def test_service_and_method_names_are_the_kubelets():
 
 
 STRING, BOOL, MESSAGE = FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_MESSAGE
-# (name, number, type, repeated) per message, exactly DESIGN.md F6.1 / F6.2; maps are repeated entries.
+# (name, number, type, repeated) per message, exactly KUBERNETES-FACTS.md F6.1 / F6.2; maps are
+# repeated entries.
 DRA_FIELDS: dict[str, list[tuple[str, int, int, bool]]] = {
     "NodePrepareResourcesRequest": [("claims", 1, MESSAGE, True)],
     "NodePrepareResourcesResponse": [("claims", 1, MESSAGE, True)],

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The in-memory API server treats device taints as the real one does (DESIGN.md F1.7): with
+"""The in-memory API server treats device taints as the real one does (KUBERNETES-FACTS.md F1.7): with
 DRADeviceTaints on it fills a missing ``timeAdded`` on every write (the v1 defaulting, in seconds)
 and keeps a given one; with the gate off it drops ``devices[].taints`` silently."""
 

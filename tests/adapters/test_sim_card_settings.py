@@ -11,7 +11,7 @@ import pytest
 
 from deckhouse_gpu.adapters.sim.driver_tree import write
 from deckhouse_gpu.adapters.sim.sim_card_settings import BOOT_ID_FILE, STATE_FILE, SimCardSettings
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, SharingError
 
 A30, T4 = "0000:17:00.0", "0000:b3:00.0"

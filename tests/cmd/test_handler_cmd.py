@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.cmd.handler import main
 from deckhouse_gpu.cmd.node_agent import main as agent_main
 from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
+from deckhouse_gpu.simulator.gpu_handler import main
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_objects import ready_card
 from testkit.kubeconfig import write_kubeconfig
@@ -164,7 +164,7 @@ def test_run_process_fills_the_api_and_stops_on_sigterm(tmp_path, short_root):
         ]
         server.kube.patch(PHYSICAL_GPUS, name, {"status": {"conditions": ready}}, subresource="status")
         handler = subprocess.Popen(
-            [sys.executable, "-m", "deckhouse_gpu.cmd.handler", "run", "--node-name", "w1",
+            [sys.executable, "-m", "deckhouse_gpu.simulator.gpu_handler", "run", "--node-name", "w1",
              "--kubeconfig", kubeconfig, "--nvml-sim", "a30", "--host-root", str(host.root),
              "--health-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"],
             stderr=subprocess.PIPE, text=True, env={**os.environ, "LOG_LEVEL": "info"},

@@ -21,6 +21,7 @@ from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import PODS
 from deckhouse_gpu.ports.sharing import ComputeMode
+from deckhouse_gpu.simulator import gpu_handler as gpu_handler_sim
 from tests.e2e.sim_node import CARD_A, CARD_B, NODE, build_host
 
 PLUGIN_DIR = "/var/lib/kubelet/plugins/gpu.deckhouse.io"
@@ -38,7 +39,9 @@ def deployed_env(monkeypatch):
 def test_a_simulated_node_keeps_settings_under_its_host_root_and_runs_the_real_pods(tmp_path):
     root = tmp_path / "host"
     build_host(root)
-    args = handler.parse_args(["run", "--node-name", NODE, "--nvml-sim", "a30,a30", "--host-root", str(root)])
+    args = gpu_handler_sim.parse_args(
+        ["run", "--node-name", NODE, "--nvml-sim", "a30,a30", "--host-root", str(root)]
+    )
     kube = MemoryKube()
     nvml = handler_wiring.make_nvml(args, [CARD_A, CARD_B])
     host = sharing_host(args, kube, nvml)
@@ -60,7 +63,7 @@ def test_a_simulated_node_keeps_settings_under_its_host_root_and_runs_the_real_p
 
 
 def test_a_simulated_node_without_a_host_root_keeps_settings_in_memory(tmp_path):
-    args = handler.parse_args(["run", "--node-name", NODE, "--nvml-sim", "a30"])
+    args = gpu_handler_sim.parse_args(["run", "--node-name", NODE, "--nvml-sim", "a30"])
     host = sharing_host(args, MemoryKube(), handler_wiring.make_nvml(args, [CARD_A]))
     assert isinstance(host.settings, SimCardSettings)
     assert host.settings.path is None
@@ -87,7 +90,7 @@ def test_a_real_node_sets_cards_through_nvml_and_nvidia_smi_under_its_driver_roo
 def test_build_prepare_gives_the_service_its_sharing_host(tmp_path):
     root = tmp_path / "host"
     build_host(root)
-    args = handler.parse_args(
+    args = gpu_handler_sim.parse_args(
         [
             "run",
             "--node-name",

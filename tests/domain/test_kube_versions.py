@@ -1,7 +1,10 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The known Kubernetes versions, 1.34 to 1.37, and a newer minor treated as 1.37 (DESIGN.md D3, F10)."""
+"""The known Kubernetes versions, 1.34 to 1.37, and a newer minor treated as 1.37.
+
+DESIGN.md D3, KUBERNETES-FACTS.md F10.
+"""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def _commands(root: Path, kubeconfigs: dict[str, str]) -> dict[str, list[str]]:
                            "--resync-seconds", "0.3", *health],
         "gpu-controller": [python, "-m", "deckhouse_gpu.cmd.controller",
                            "--kubeconfig", kubeconfigs["gpu-controller"], *listen],
-        "gpu-handler": [python, "-m", "deckhouse_gpu.cmd.handler", "run",
+        "gpu-handler": [python, "-m", "deckhouse_gpu.simulator.gpu_handler", "run",
                         *handler_args(root, kubeconfigs["gpu-handler"]), *health],
         "gpu-dra-controller": [python, "-m", "deckhouse_gpu.cmd.dra_controller", "run",
                                "--kubeconfig", kubeconfigs["gpu-dra-controller"], *listen,

@@ -20,12 +20,13 @@ from typing import Any
 
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
-from deckhouse_gpu.cmd import handler, handler_wiring
+from deckhouse_gpu.cmd import handler_wiring
 from deckhouse_gpu.cmd.plugin_wiring import build_prepare
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import PODS
 from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.simulator import gpu_handler as gpu_handler_sim
 from testkit.fake_apiserver import FakeApiServer
 from testkit.nvml_faults import FaultyGpuProcesses, FaultyMig, FaultySettings, FaultyVfioHost, NvmlFaults
 from testkit.prepare_world import allocate, allocate_share
@@ -84,7 +85,7 @@ class FaultNode:
 
     def service(self) -> PrepareService:
         """gpu-handler's PrepareService as ``gpu-handler run`` builds it, its NVML ports faulty."""
-        args = handler.parse_args(["run", *handler_args(self.root, self.kubeconfig)])
+        args = gpu_handler_sim.parse_args(["run", *handler_args(self.root, self.kubeconfig)])
         api = load_kube(args.kubeconfig)
         nvml = handler_wiring.make_nvml(args, handler_wiring.node_gpu_addresses(args, api))
         service, _, _ = build_prepare(args, api, nvml, SystemClock(), offers=None)

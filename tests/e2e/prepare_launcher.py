@@ -34,9 +34,9 @@ from typing import Any
 
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.cmd import handler, handler_wiring
+from deckhouse_gpu.cmd import handler_wiring
 from deckhouse_gpu.cmd.plugin_wiring import build_prepare
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, Decoded
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon
@@ -47,6 +47,7 @@ from deckhouse_gpu.ports.mig import MigControl
 from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, MpsDaemons
 from deckhouse_gpu.ports.vfio import VfioHost
 from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.simulator import gpu_handler as gpu_handler_sim
 
 
 class Trap:
@@ -196,7 +197,7 @@ class TrappedVfio:
 
 
 def build(handler_argv: list[str], trap: Trap) -> PrepareService:
-    args = handler.parse_args(["run", *handler_argv])
+    args = gpu_handler_sim.parse_args(["run", *handler_argv])
     api = load_kube(args.kubeconfig)
     addresses = handler_wiring.node_gpu_addresses(args, api)
     nvml = handler_wiring.make_nvml(args, addresses)

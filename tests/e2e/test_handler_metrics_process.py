@@ -68,7 +68,7 @@ def node() -> Iterator[tuple[FakeApiServer, FakeKubelet, int, int]]:
         log = short / "handler.log"
         with log.open("ab") as stderr:
             handler = subprocess.Popen(
-                [sys.executable, "-m", "deckhouse_gpu.cmd.handler", "run",
+                [sys.executable, "-m", "deckhouse_gpu.simulator.gpu_handler", "run",
                  *handler_args(root, kubeconfig), "--health-address", f"127.0.0.1:{probes}",
                  "--metrics-address", f"127.0.0.1:{port}"],
                 stderr=stderr, env={**os.environ, "LOG_LEVEL": "info"},

@@ -74,7 +74,7 @@ class Cluster:
         serving = self._serving()
         with self.log.open("ab") as stderr:  # a file, not a pipe: a full pipe would stall the handler
             self.handler = subprocess.Popen(
-                [sys.executable, "-m", "deckhouse_gpu.cmd.handler", "run",
+                [sys.executable, "-m", "deckhouse_gpu.simulator.gpu_handler", "run",
                  *handler_args(self.root, self.kubeconfig), "--health-address", "127.0.0.1:0",
                  "--metrics-address", "127.0.0.1:0"],
                 stderr=stderr, env={**os.environ, "LOG_LEVEL": "info"},

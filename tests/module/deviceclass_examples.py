@@ -27,7 +27,7 @@ import yaml
 
 from deckhouse_gpu.adapters.sim.scenario import parse_scenario
 from deckhouse_gpu.domain.cel import CompiledSelector, SelectorEngine, SelectorError, device_view
-from deckhouse_gpu.domain.offers.model import mig_name, physical_name
+from deckhouse_gpu.domain.naming import mig_name, physical_name
 from deckhouse_gpu.services.slice_preview import render_nodes
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 
@@ -38,7 +38,7 @@ ADDRESSES = {"a30": ("0000:17:00.0", "0000:31:00.0")}  # two cards in one pool; 
 SHARING, MIG_LABEL = f"{DRIVER}/sharing", f"{DRIVER}/mig"
 
 # What a 1.34 API server accepts in new expressions: libraries introduced before 1.34
-# (DESIGN.md F3.2; its NewExpressions environment is that of 1.33). Extend it only
+# (KUBERNETES-FACTS.md F3.2; its NewExpressions environment is that of 1.33). Extend it only
 # with functions that entry dates before 1.34: ext.Lists v3, for one, is refused.
 ALLOWED_FUNCTIONS = {
     # CEL standard functions and macros
@@ -51,7 +51,7 @@ ALLOWED_FUNCTIONS = {
     *("semver", "isSemver", "major", "minor", "patch"),
 }
 # allowMultipleAllocations is declared only with DRAConsumableCapacity on; v1.34.9 with the gate
-# on accepted it in a new DeviceClass (DESIGN.md F9).
+# on accepted it in a new DeviceClass (KUBERNETES-FACTS.md F9).
 DEVICE_FIELDS = {"driver", "attributes", "capacity", "allowMultipleAllocations"}
 
 

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """Every object the module emits or shows, against the OpenAPI schema of each Kubernetes version it
-knows, 1.34 to 1.37 (DESIGN.md D3, F10), strictly: an unknown field is an error, as with kubectl's
-server-side field validation.
+knows, 1.34 to 1.37 (DESIGN.md D3, KUBERNETES-FACTS.md F10), strictly: an unknown field is an
+error, as with kubectl's server-side field validation.
 
 - the ResourceSlices gpu-handler renders for that version, on every kind of node and with the
   fallbacks, also checked against the module's own slice rules; a newer minor renders as 1.37;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The selectors of the example DeviceClasses and claims use only the functions and device fields that
-a 1.34 API server accepts in new expressions (DESIGN.md F3.2), and the CEL glue they rely on follows
+a 1.34 API server accepts in new expressions (KUBERNETES-FACTS.md F3.2), and the CEL glue they rely on follows
 the Kubernetes semantics."""
 
 from __future__ import annotations

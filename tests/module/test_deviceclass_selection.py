@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.offers.model import physical_name
+from deckhouse_gpu.domain.naming import physical_name
 from tests.module import deviceclass_examples
 from tests.module.deviceclass_examples import (
     ADDRESSES,

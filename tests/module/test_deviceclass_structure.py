@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The example DeviceClasses (docs/examples/deviceclasses.yaml) are valid objects (DESIGN.md F2.1):
+"""The example DeviceClasses (docs/examples/deviceclasses.yaml) are valid objects (KUBERNETES-FACTS.md F2.1):
 their names, fields and limits, and extended resource names the API server accepts."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ _QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 
 
 def extended_resource_problem(name: str) -> str | None:
-    """The core IsExtendedResourceName check (DESIGN.md F2.1), None when the name is valid."""
+    """The core IsExtendedResourceName check (KUBERNETES-FACTS.md F2.1), None when the name is valid."""
     if "/" not in name or "kubernetes.io/" in name:
         return "needs a domain outside kubernetes.io"
     if name.startswith("requests."):

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Nothing the module ships reads or writes ``resource.k8s.io/v1beta1`` or ``v1beta2`` (DESIGN.md
+"""Nothing the module ships reads or writes ``resource.k8s.io/v1beta1`` or ``v1beta2`` (KUBERNETES-FACTS.md
 F10: v1beta1 is removed in 1.38, v1beta2 in 1.39; ``v1`` is served from 1.34).
 
 Two rules over the package's source, its kubelet protos, the chart (templates, hooks, CRDs, OpenAPI
@@ -40,7 +40,7 @@ SCANNED = (
 SKIPPED_DIRS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
 # The kubelet's gRPC DRA plugin service has a v1beta1 of its own (k8s.io.kubelet.pkg.apis.dra.v1beta1,
-# DESIGN.md F6.1): another API than the resource.k8s.io group, served by every kubelet from 1.34 to
+# KUBERNETES-FACTS.md F6.1): another API than the resource.k8s.io group, served by every kubelet from 1.34 to
 # 1.37, and gpu-handler serves it beside v1 for kubelets that prefer it.
 KUBELET_GRPC = "the kubelet's gRPC DRA service v1beta1, not the resource.k8s.io API"
 ALLOWED = {

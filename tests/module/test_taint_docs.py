@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.offers.device_taints import TAINT_KEY
+from deckhouse_gpu.domain.inventory.device_health import TAINT_KEY
 from deckhouse_gpu.services.allocation_preview import preview
 from deckhouse_gpu.services.slice_preview import render_nodes
 from testkit.gpu_objects import ready_card

@@ -33,8 +33,9 @@ from deckhouse_gpu.domain.allocation.search import Allocator
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.allocation.state import AllocatedState
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity
+from deckhouse_gpu.domain.inventory.device_health import TAINT_KEY
 from deckhouse_gpu.domain.offers.card_offers import card_offers
-from deckhouse_gpu.domain.offers.device_taints import TAINT_KEY, tainted
+from deckhouse_gpu.domain.offers.device_taints import tainted
 from deckhouse_gpu.domain.offers.model import DeviceTaint, OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
 from testkit.gpu_objects import ready_card

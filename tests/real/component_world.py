@@ -335,10 +335,10 @@ def start(
     env: Mapping[str, str] | None = None,
     probes_flag: str = "--health-address",
 ) -> Component:
-    """``python -m deckhouse_gpu.cmd.<module> <args>`` with its probe and metrics addresses on
+    """``python -m <module> <args>`` with its probe and metrics addresses on
     free loopback ports, logging to ``logs/<name>.log``."""
     probes, metrics = free_port(), free_port()
-    argv = [sys.executable, "-m", f"deckhouse_gpu.cmd.{module}", *args]
+    argv = [sys.executable, "-m", module, *args]
     argv += [f"{probes_flag}=127.0.0.1:{probes}", f"--metrics-address=127.0.0.1:{metrics}"]
     environment = {**os.environ, "LOG_LEVEL": "info", "POD_NAMESPACE": NAMESPACE, **(env or {})}
     environment.pop("KUBERNETES_SERVICE_HOST", None)  # the kubeconfig, never an in-cluster guess

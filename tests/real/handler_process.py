@@ -4,7 +4,7 @@
 """``gpu-handler run`` in a process of its own, for the real-kubelet tests, with a way into its
 simulated NVML: the only thing added to the real command is a reader of stdin that breaks and
 repairs the simulated cards of this very process (a card's NVML is in the handler's memory; no
-other process can reach it). Everything else is ``deckhouse_gpu.cmd.handler.main``:
+other process can reach it). Everything else is ``deckhouse_gpu.simulator.gpu_handler.main``:
 
     python -m tests.real.handler_process run --node-name N --kubeconfig K --nvml-sim a30,a30 ...
 
@@ -20,8 +20,9 @@ import sys
 import threading
 
 from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.cmd import handler, handler_wiring
+from deckhouse_gpu.cmd import handler_wiring
 from deckhouse_gpu.ports.nvml import NVML
+from deckhouse_gpu.simulator import gpu_handler
 
 _made: list[SimulatedNVML] = []
 _ready = threading.Event()
@@ -56,7 +57,7 @@ def _control() -> None:
 def main() -> int:
     handler_wiring.make_nvml = _make_nvml  # the handler looks it up on the module at each call
     threading.Thread(target=_control, daemon=True, name="sim-control").start()
-    return handler.main(sys.argv[1:])
+    return gpu_handler.main(sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -257,7 +257,7 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
             "--kubeconfig",
             str(agent_token.kubeconfig),
         ]
-        running.append(agent := start(NODE_AGENT, "node_agent", agent_args, logs))
+        running.append(agent := start(NODE_AGENT, "deckhouse_gpu.cmd.node_agent", agent_args, logs))
         agent.wait_ready()
         names = {card_name(node, address) for address in CARDS}
         cards = agent.wait_for(
@@ -307,7 +307,7 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
         running.append(
             controller := start(
                 CONTROLLER,
-                "controller",
+                "deckhouse_gpu.cmd.controller",
                 controller_args,
                 logs,
                 {"POD_NAME": controller_pod},
@@ -344,7 +344,7 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
             "registry.example/gpu-handler:test",
         ]
         # No POD_UID: a socket name with the pod's UID under a temporary host root passes 107 bytes.
-        running.append(handler := start(HANDLER, "handler", handler_args, logs))
+        running.append(handler := start(HANDLER, "deckhouse_gpu.simulator.gpu_handler", handler_args, logs))
 
         def published() -> list[dict[str, Any]] | None:
             """The node's pool once all its slices are there."""
@@ -400,7 +400,7 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
         running.append(
             dra := start(
                 DRA_CONTROLLER,
-                "dra_controller",
+                "deckhouse_gpu.cmd.dra_controller",
                 dra_args,
                 logs,
                 {"POD_NAME": f"{DRA_CONTROLLER}-{node}"},

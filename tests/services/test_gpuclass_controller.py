@@ -307,8 +307,8 @@ def conflict(kube: MemoryKube, name: str) -> tuple[str, str, str] | None:
 def test_a_resource_a_device_plugin_serves_where_the_class_has_devices_is_said(
     kube: MemoryKube, running: RunningDraController
 ) -> None:
-    # w1 publishes the class's A30s and its kubelet also has a device plugin's example.com/gpu:
-    # the scheduler gives Pods asking for it there the plugin's devices (DESIGN.md F5, D16).
+    # w1 publishes the class's A30s and its kubelet also has a device plugin's example.com/gpu: the
+    # scheduler gives Pods asking for it there the plugin's devices (KUBERNETES-FACTS.md F5, DESIGN.md D16).
     kube.patch(NODES, "w1", {"status": {"allocatable": {"example.com/gpu": "2"}}}, subresource="status")
     spec = {
         "deviceKind": "Whole",

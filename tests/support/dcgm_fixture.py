@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from deckhouse_gpu.domain.offers.model import mig_name
+from deckhouse_gpu.domain.naming import mig_name
 
 DEFAULT_COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The Kubernetes versions whose OpenAPI schemas every object the module emits is checked against:
-each version the module knows (deckhouse_gpu/domain/kube_versions.py, DESIGN.md F10), in the form
+each version the module knows (deckhouse_gpu/domain/kube_versions.py, KUBERNETES-FACTS.md F10), in the form
 kubernetes-validate names its schemas.
 
 Stays beside the real tier (tests/real): no ported rule here, only the version list, and the

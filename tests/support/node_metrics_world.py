@@ -47,7 +47,7 @@ from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.adapters.sim.sim_mig import MigOp
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
-from deckhouse_gpu.domain.offers.model import mig_name, physical_name
+from deckhouse_gpu.domain.naming import mig_name, physical_name
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, Conflict, Unavailable

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """Consumable capacity: shares of a card with their share IDs, policy defaults and rounding, and
-counters of a shared device charged only for its first share (quirk b) (DESIGN.md F3, F4)."""
+counters of a shared device charged only for its first share (quirk b) (KUBERNETES-FACTS.md F3, F4)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_a_capacity_the_device_lacks_skips_it() -> None:
 
 
 def test_a_shared_device_counts_its_counters_only_for_the_first_share_unless_strict() -> None:
-    # Observed on a real 1.35 scheduler (DESIGN.md F9): a 50 % share of a device that
+    # Observed on a real 1.35 scheduler (KUBERNETES-FACTS.md F9): a 50 % share of a device that
     # consumes a whole counter set does not keep a later claim off that set (quirk b).
     shared = device(
         "card-shared",

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """A claim's constraints through whole allocations: matchAttribute and distinctAttribute
-(DESIGN.md F3, F4)."""
+(KUBERNETES-FACTS.md F3, F4)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_match_attribute_applies_only_to_the_requests_it_names() -> None:
 def test_distinct_attribute_compares_values_on_135_only(
     semantics: Semantics, expected: list[list[str]]
 ) -> None:
-    # 1.34 compares pointers to the values, which never match across devices (DESIGN.md F4.4).
+    # 1.34 compares pointers to the values, which never match across devices (KUBERNETES-FACTS.md F4.4).
     devices = [
         device("a", attributes={"root": "r0"}),
         device("b", attributes={"root": "r0"}),

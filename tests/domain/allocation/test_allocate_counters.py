@@ -3,7 +3,7 @@
 
 """Shared counters through whole allocations: a card and its partitions, counters per slice on
 1.34 and per pool on 1.35, and counters charged for a device rejected later (quirk a)
-(DESIGN.md F3, F4)."""
+(KUBERNETES-FACTS.md F3, F4)."""
 
 from __future__ import annotations
 

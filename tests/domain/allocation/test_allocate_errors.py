@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """Errors rather than misfits: claims the scheduler refuses and selectors that fail to evaluate;
-and the inventory builder that reparses only changed slices (DESIGN.md F3, F4)."""
+and the inventory builder that reparses only changed slices (KUBERNETES-FACTS.md F3, F4)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """Allocating devices: exact counts in slice order, all claims of a pod together, All mode,
-firstAvailable, admin access and selectors (DESIGN.md F3, F4)."""
+firstAvailable, admin access and selectors (KUBERNETES-FACTS.md F3, F4)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """``matchAttribute: resource.kubernetes.io/numaNode`` over the offers gpu-handler really publishes
-(DESIGN.md F4.4, F10): a GPU and another driver's NIC end up on one NUMA node, on every version."""
+(KUBERNETES-FACTS.md F4.4, F10): a GPU and another driver's NIC end up on one NUMA node, on every version."""
 
 from __future__ import annotations
 

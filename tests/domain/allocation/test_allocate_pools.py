@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """Which pools the allocator uses: generations, incomplete and invalid pools per version and
-the node selection of slices and devices (DESIGN.md F3, F4)."""
+the node selection of slices and devices (KUBERNETES-FACTS.md F3, F4)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """What an allocation writes: the results, the node selector and the class and claim config
-(DESIGN.md F3, F4)."""
+(KUBERNETES-FACTS.md F3, F4)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """Device taints per version and the tolerations that let a request through, copied into the
-result (DESIGN.md F3, F4)."""
+result (KUBERNETES-FACTS.md F3, F4)."""
 
 from __future__ import annotations
 

@@ -14,13 +14,9 @@ from deckhouse_gpu.domain.allocation.claim_config import (
     device_config,
     unknown_requests,
 )
-from deckhouse_gpu.domain.config.opaque_types import (
-    MPS,
-    GPUConfig,
-    MIGConfig,
-    TimeSlicing,
-    VFIOConfig,
-)
+from deckhouse_gpu.domain.config.mps_sharing import MPS
+from deckhouse_gpu.domain.config.opaque_types import GPUConfig, MIGConfig, VFIOConfig
+from deckhouse_gpu.domain.config.time_slicing import TimeSlicing
 
 API = "gpu.deckhouse.io/v1alpha1"
 

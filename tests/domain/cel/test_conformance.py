@@ -6,7 +6,7 @@ tests/simple/testdata) run through the engine's closed-expression entry point, `
 
 Every case passes or is listed, with its reason, in conformance/expected_failures.py; a listed
 case that passes fails too. A case that cel-spec runs with its type checker off may also fail to
-compile here, as it would on Kubernetes, which always checks (DESIGN.md F3). The figures (cases
+compile here, as it would on Kubernetes, which always checks (KUBERNETES-FACTS.md F3). The figures (cases
 run, passed, expected failures by reason) are printed by ``test_figures`` under ``pytest -s`` and
 by ``python -m tests.domain.cel.test_conformance``.
 """

@@ -13,7 +13,7 @@ import pytest
 from deckhouse_gpu.domain.cel import SelectorEngine, SelectorError, device_view
 from tests.domain.cel.sample_device import DEVICE, DRIVER, A, C, evaluate
 
-# --- the device variable (DESIGN.md F3.1) ----------------------------------------------------
+# --- the device variable (KUBERNETES-FACTS.md F3.1) ----------------------------------------------------
 
 DEVICE_CASES = [
     # keys split at the first "/", unqualified keys under the driver's domain

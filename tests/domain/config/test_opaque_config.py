@@ -13,18 +13,17 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity
+from deckhouse_gpu.domain.config.mps_sharing import MPS
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, Problem, decode, encode
 from deckhouse_gpu.domain.config.opaque_types import (
     API_VERSION,
     LEGACY_API_VERSION,
-    MPS,
     GPUConfig,
     MIGConfig,
-    TimeSliceInterval,
-    TimeSlicing,
     VFIOConfig,
     device_type,
 )
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval, TimeSlicing
 from tests.domain.config.opaque_config_params import gpu, mig, mps, respell
 
 VALID: list[tuple[str, Any, Any]] = [

@@ -177,7 +177,7 @@ def test_no_numa_node_attribute_when_the_node_is_unknown(policy, unknown):
 
 @pytest.mark.parametrize("model", ["a30", "a100-40gb", "a100-80gb", "h100-80gb", "l40s", "t4"])
 def test_every_offer_stays_within_the_attribute_limit_with_every_optional_attribute(model):
-    # DESIGN.md F1.1: at most 32 attributes and capacities per device, on 1.34 to 1.37 alike.
+    # KUBERNETES-FACTS.md F1.1: at most 32 attributes and capacities per device, on 1.34 to 1.37 alike.
     card = ready_card("w1", "0000:3b:00.0", model, numa_node=1)
     offers = [o for policy in POLICIES for o in card_offers(card, policy).offers]
     assert all(NUMA in o.attributes and "resource.kubernetes.io/pcieRoot" in o.attributes for o in offers)

@@ -9,14 +9,9 @@ from fractions import Fraction
 import pytest
 
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity
-from deckhouse_gpu.domain.config.opaque_types import (
-    MPS,
-    GPUConfig,
-    MIGConfig,
-    TimeSliceInterval,
-    TimeSlicing,
-    VFIOConfig,
-)
+from deckhouse_gpu.domain.config.mps_sharing import MPS
+from deckhouse_gpu.domain.config.opaque_types import GPUConfig, MIGConfig, VFIOConfig
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval, TimeSlicing
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.domain.prepare.sharing import (

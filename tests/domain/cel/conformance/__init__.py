@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The CEL specification's conformance cases that fall inside the CEL Kubernetes gives DRA
-selectors (DESIGN.md F3, D4), run through the engine by tests/domain/cel/test_conformance.py.
+selectors (KUBERNETES-FACTS.md F3, DESIGN.md D4), run through the engine by
+tests/domain/cel/test_conformance.py.
 
 Source: google/cel-spec, tests/simple/testdata/*.textproto, read at these commits:
 basic 39e2c5d9, plumbing fa630538, parse efc8f304, logic bbd23896, integer_math 7597e1eb,

@@ -20,7 +20,7 @@ from typing import Any
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
 from deckhouse_gpu.adapters.nvml_errors import describe
 from deckhouse_gpu.adapters.nvml_real import RealNVML, normalize_pci_address
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.driver_layout import BINARY_DIRS, LIBRARY_DIRS
 from deckhouse_gpu.ports.nvml import NVMLError
 from deckhouse_gpu.ports.sharing import ComputeMode, SharingError

@@ -7,7 +7,7 @@ The kubelet's plugin watcher notices ``<driver>[-<pod uid>]-reg.sock`` in its re
 asks it what it is (GetInfo), dials the DRA endpoint it names and reports the outcome
 (NotifyRegistrationStatus). Removing the registration socket is how a plugin deregisters, so
 ``stop()`` removes it first, before the DRA server goes away. With a device health feed the DRA
-socket also serves the kubelet's health stream, and registration lists it (DESIGN.md F6.3).
+socket also serves the kubelet's health stream, and registration lists it (KUBERNETES-FACTS.md F6.3).
 """
 
 from __future__ import annotations

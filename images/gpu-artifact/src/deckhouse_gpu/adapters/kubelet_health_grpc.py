@@ -1,7 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The kubelet's device health stream (KEP-4680) on the DRA socket, v1alpha1 and v1 (DESIGN.md F6.3).
+"""The kubelet's device health stream (KEP-4680) on the DRA socket, v1alpha1 and v1
+(KUBERNETES-FACTS.md F6.3).
 
 A kubelet with the ResourceHealthStatus gate on (beta and on by default from 1.36) calls
 ``NodeWatchResources`` on the DRA socket of the plugin it registered: 1.34 to 1.36 call v1alpha1

@@ -137,7 +137,7 @@ def stamp_created(obj: Object, name: str, now: datetime) -> None:
 
 def default_taint_times(resource: Resource, obj: Object, now: datetime) -> None:
     """The server's defaulting on every write of a ResourceSlice: a device taint without
-    ``timeAdded`` gets the time of the request, in seconds (DESIGN.md F1.7)."""
+    ``timeAdded`` gets the time of the request, in seconds (KUBERNETES-FACTS.md F1.7)."""
     if resource.plural != "resourceslices" or resource.group != "resource.k8s.io":
         return
     stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

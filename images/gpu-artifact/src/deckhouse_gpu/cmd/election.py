@@ -11,7 +11,7 @@ from collections.abc import Callable
 from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import KubeAPI
-from deckhouse_gpu.services.leader_election import AlwaysLeader, LeaderElector
+from deckhouse_gpu.services.leader_election import AlwaysLeader, LeaderElector, Leadership
 
 
 class Election:
@@ -32,7 +32,7 @@ class Election:
             if enabled
             else None
         )
-        self.leadership: LeaderElector | AlwaysLeader = self.elector or AlwaysLeader()
+        self.leadership: Leadership = self.elector or AlwaysLeader()
         self._thread: threading.Thread | None = None
 
     def is_leader(self) -> bool:

@@ -4,8 +4,8 @@
 """gpu-handler: NVML capabilities, health, DRA offers and the kubelet plugin of this node's GPUs.
 
 gpu-handler run --node-name w1                                 # in-cluster, real NVML
-gpu-handler run --node-name w1 --kubeconfig ~/.kube/config --nvml-sim a30,a30 --host-root /tmp/host
-gpu-handler snapshot --dry-run --nvml-sim a30 --physicalgpus pgpu.yaml [--assume-driver-ready]
+gpu-handler snapshot --dry-run --physicalgpus pgpu.yaml [--assume-driver-ready]
+gpu-handler prestart --driver-root /run/nvidia/driver          # init container: wait for the driver
 gpu-handler prestart --driver-root /run/nvidia/driver          # init container: wait for the driver
 gpu-handler validate-driver --driver-root /                    # the driver validator DaemonSet
 """
@@ -29,6 +29,7 @@ from deckhouse_gpu.adapters.metered_ports import MeteredNVML
 from deckhouse_gpu.adapters.metrics_server import serve_metrics
 from deckhouse_gpu.cmd import driver_validator, k8s_version
 from deckhouse_gpu.cmd import handler_wiring as wiring
+from deckhouse_gpu.cmd.node_hardware import REAL, NodeHardware
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
 from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
 from deckhouse_gpu.domain.inventory.desired import node_selector
@@ -61,7 +62,7 @@ def _positive(text: str) -> float:
     return value
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None, hardware: NodeHardware = REAL) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog=COMPONENT, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -73,7 +74,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     run.add_argument(
         "--kubeconfig", default=os.environ.get("KUBECONFIG"), help="kubeconfig; in-cluster if unset"
     )
-    wiring.add_nvml_arguments(run)
+    wiring.add_nvml_arguments(run, hardware)
     wiring.add_policy_arguments(run)
     run.add_argument(
         "--health-address",
@@ -145,7 +146,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--physicalgpus", required=True, help="YAML file: PhysicalGPU objects, a List, or several documents"
     )
     snapshot.add_argument("--assume-driver-ready", action="store_true", help="treat DriverReady as True")
-    wiring.add_nvml_arguments(snapshot)
+    wiring.add_nvml_arguments(snapshot, hardware)
 
     prestart = commands.add_parser(
         "prestart", help="wait until the driver root has nvidia-smi and libnvidia-ml.so.1"
@@ -233,7 +234,7 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         print(f"{COMPONENT}: {error}", file=sys.stderr)
         return 2
     events = EventRecorder(api, COMPONENT, args.node_name, clock)
-    xids = wiring.xid_watcher(nvml)  # a fatal Xid makes its card unhealthy (DESIGN.md S4.2.3)
+    xids = wiring.xid_watcher(args, nvml)  # a fatal Xid makes its card unhealthy (DESIGN.md S4.2.3)
     nvml_metered = MeteredNVML(nvml, metrics)
     capabilities = CapabilitiesPass(api, nvml_metered, args.node_name, events, clock, args.health, xids.board)
     features = PublisherSettings(
@@ -242,7 +243,8 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     publisher = SlicePublisher(api, args.node_name, events, features)
     health = HealthState()
     settings = HandlerSettings(args.heartbeat_seconds, args.health)
-    device_health = DeviceHealthBoard(args.node_name)  # the kubelet's health stream (DESIGN.md F6.3)
+    # the kubelet's health stream (KUBERNETES-FACTS.md F6.3)
+    device_health = DeviceHealthBoard(args.node_name)
     loop = HandlerLoop(
         capabilities, health, clock, settings, publisher,
         device_health=device_health, observer=metrics, xid_watcher=xids,
@@ -290,9 +292,10 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+def main(argv: list[str] | None = None, out: TextIO | None = None, hardware: NodeHardware = REAL) -> int:
+    """gpu-handler on the node's own cards; the simulator passes its simulated host's hardware."""
     out = out or sys.stdout  # looked up per call: tests and callers may have replaced it
-    args = parse_args(argv)
+    args = parse_args(argv, hardware)
     json_logging.configure(COMPONENT, args.log_level)
     if args.command == "snapshot":
         return snapshot(args, out)

@@ -1,8 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""gpu-handler wiring: which NVML (real or simulated), which cards, which MIG profiles are offered,
-and the prestart step."""
+"""gpu-handler wiring: the node's NVML (of the hardware ``node_hardware`` names), which MIG profiles
+are offered, and the prestart step."""
 
 from __future__ import annotations
 
@@ -11,19 +11,19 @@ import logging
 import os
 import sys
 import time
+from pathlib import Path
 
 from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.cmd import node_hardware
+from deckhouse_gpu.cmd.node_hardware import NodeHardware
 from deckhouse_gpu.domain.inventory.desired import node_selector
-from deckhouse_gpu.domain.inventory.physicalgpu import DriverType
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule, PolicyError, parse_json
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.ports.host import HostUnreadable
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, KubeError
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.ports.vfio import GpuProcesses
 from deckhouse_gpu.services.other_owner import OwnerBoard
-from deckhouse_gpu.services.prestart import DriverNotFound, PrestartSettings, probe, wait_for_driver
+from deckhouse_gpu.services.prestart import DriverNotFound, PrestartSettings, wait_for_driver
 from deckhouse_gpu.services.slice_publisher import MIG_OFFERS
 from deckhouse_gpu.services.xid_watcher import XidWatcher
 
@@ -36,21 +36,15 @@ class WiringError(Exception):
     """A setting that cannot work; the message says what to change."""
 
 
-def add_nvml_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--nvml-sim", metavar="MODELS", help="simulated NVML: comma-separated models (a30,t4,...)"
-    )
-    parser.add_argument(
-        "--host-root", help="host / as mounted; with --nvml-sim the cards come from its sysfs"
-    )
+def add_nvml_arguments(parser: argparse.ArgumentParser, hardware: NodeHardware) -> None:
+    parser.add_argument("--host-root", help="host / as mounted (a simulated host's root, in the simulator)")
     parser.add_argument(
         "--driver-root-mount",
         default=os.environ.get("NVIDIA_DRIVER_ROOT_MOUNT", DEFAULT_DRIVER_MOUNT),
         help="where the driver root is mounted; libnvidia-ml.so.1 is loaded from under it",
     )
-    parser.add_argument(
-        "--nvml-library", help="load this libnvidia-ml.so.1 instead of searching the driver root"
-    )
+    hardware.add_arguments(parser)
+    parser.set_defaults(hardware=hardware)
 
 
 def mig_profile_rules(text: str) -> tuple[MigProfileRule, ...]:
@@ -96,66 +90,17 @@ def add_prestart_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def make_nvml(args: argparse.Namespace, addresses: list[str]) -> NVML:
-    if args.nvml_sim:
-        from deckhouse_gpu.adapters.sim.sim_nvml import SimNVMLConfigError, from_model_list  # noqa: PLC0415
-
-        try:
-            return from_model_list(
-                args.nvml_sim, addresses, node_name=getattr(args, "node_name", None) or "sim-node"
-            )
-        except SimNVMLConfigError as error:
-            raise WiringError(
-                f"--nvml-sim: {error} (cards are matched to PCI addresses in sorted order)"
-            ) from error
-    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415 - only real nodes load pynvml
-
-    library = args.nvml_library
-    if library is None:
-        found = probe(MountedDriverRoot(args.driver_root_mount), "/")
-        library = str(found.nvml_library) if found.nvml_library else None
-        if library is None:
-            log.warning(
-                "libnvidia-ml.so.1 not found under the driver root; using the default search path",
-                extra={"driverRootMount": args.driver_root_mount},
-            )
-    return RealNVML(library)
+    return node_hardware.of(args).nvml(args, addresses)
 
 
-def xid_watcher(nvml: NVML, wait_seconds: float = 1.0) -> XidWatcher:
+def xid_watcher(args: argparse.Namespace, nvml: NVML, wait_seconds: float = 1.0) -> XidWatcher:
     """The watcher of the cards' Xid errors (DESIGN.md S4.2.3), on the events of the same NVML."""
-    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415 - pynvml loads on first use
-
-    if isinstance(nvml, RealNVML):
-        from deckhouse_gpu.adapters.nvml_events import RealXidEvents  # noqa: PLC0415
-
-        return XidWatcher(RealXidEvents(nvml), wait_seconds=wait_seconds)
-    from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML  # noqa: PLC0415
-
-    if not isinstance(nvml, SimulatedNVML):
-        raise WiringError(f"no Xid events for {type(nvml).__name__}")
-    return XidWatcher(nvml, wait_seconds=wait_seconds)
+    return XidWatcher(node_hardware.of(args).xid_events(nvml), wait_seconds=wait_seconds)
 
 
 def node_gpu_addresses(args: argparse.Namespace, api: KubeAPI) -> list[str]:
-    """The cards a simulated NVML should show: NVIDIA-bound GPUs of the host root, or else of the API."""
-    if not args.nvml_sim:
-        return []
-    if args.host_root:
-        try:
-            scan = SysfsHost(args.host_root).scan_pci()
-        except HostUnreadable as error:
-            raise WiringError(f"--host-root: {error}") from error
-        return sorted(d.address for d in scan.gpus if d.driver == "nvidia")
-    try:
-        cards = api.list(PHYSICAL_GPUS, label_selector=node_selector(args.node_name)).items
-    except KubeError as error:
-        raise WiringError(f"cannot list this node's PhysicalGPUs for --nvml-sim: {error}") from error
-    return sorted(
-        str(status["pciInfo"]["address"])
-        for status in ((c.get("status") or {}) for c in cards)
-        if (status.get("currentState") or {}).get("driverType") == DriverType.NVIDIA.value
-        and (status.get("pciInfo") or {}).get("address")
-    )
+    """The cards NVML should show where it cannot enumerate them itself (a simulated host)."""
+    return node_hardware.of(args).card_addresses(args, api)
 
 
 def prestart(args: argparse.Namespace) -> int:
@@ -177,21 +122,12 @@ def prestart(args: argparse.Namespace) -> int:
     return 0
 
 
-def gpu_processes(args: argparse.Namespace, nvml: NVML) -> GpuProcesses:
-    """Who runs on each card, through the same NVML: processes on a card no claim of this node is
-    prepared on mean another owner uses it (DESIGN.md D16)."""
-    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415 - pynvml loads on first use
-
-    if isinstance(nvml, RealNVML):
-        from deckhouse_gpu.adapters.nvml_vfio import RealGpuProcesses  # noqa: PLC0415
-
-        return RealGpuProcesses(nvml, args.host_root or "/")
-    from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML  # noqa: PLC0415
-    from deckhouse_gpu.adapters.sim.sim_vfio import SimGpuProcesses  # noqa: PLC0415
-
-    if not isinstance(nvml, SimulatedNVML):
-        raise WiringError(f"no process list for {type(nvml).__name__}")
-    return SimGpuProcesses(nvml)
+def gpu_processes(args: argparse.Namespace, nvml: NVML) -> GpuProcesses | None:
+    """Who runs on each card, through the same NVML as passthrough asks it: processes on a card no
+    claim of this node is prepared on mean another owner uses it (DESIGN.md D16). None where the
+    node's hardware has no such view (a simulated node without a host)."""
+    found = node_hardware.of(args).vfio(args, nvml, Path(args.host_root or "/"))
+    return found[1] if found is not None else None
 
 
 def prime_owners(board: OwnerBoard, api: KubeAPI, node_name: str) -> None:

@@ -1,7 +1,10 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""``--k8s-version`` of the commands that work without an API server (DESIGN.md D3, F10)."""
+"""``--k8s-version`` of the commands that work without an API server.
+
+DESIGN.md D3, KUBERNETES-FACTS.md F10.
+"""
 
 from __future__ import annotations
 

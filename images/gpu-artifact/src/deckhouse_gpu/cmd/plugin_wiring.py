@@ -28,13 +28,14 @@ from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
 from deckhouse_gpu.adapters.metered_ports import MeteredCheckpointStore, MeteredMig
 from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
 from deckhouse_gpu.adapters.node_lock import NodeLock
+from deckhouse_gpu.cmd import node_hardware
 from deckhouse_gpu.cmd.vfio_wiring import add_vfio_arguments, vfio_side
 from deckhouse_gpu.domain.prepare.cdi_spec import CardNode, base_spec
 from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.dra_plugin import PluginPaths
 from deckhouse_gpu.ports.kube import KubeAPI
-from deckhouse_gpu.ports.mig import MigControl, MigError
+from deckhouse_gpu.ports.mig import MigControl
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.services.prepare import OfferFollower, PrepareService
 from deckhouse_gpu.services.prepare_observer import PrepareObserver
@@ -110,29 +111,7 @@ def discovery(args: argparse.Namespace) -> CdiDiscovery:
 
 
 def mig_control(args: argparse.Namespace, nvml: NVML) -> MigControl:
-    if args.nvml_sim:
-        from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig  # noqa: PLC0415
-        from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig  # noqa: PLC0415
-        from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML  # noqa: PLC0415
-
-        assert isinstance(nvml, SimulatedNVML)
-        if not args.host_root:
-            return HostTreeMig(SimulatedMig(nvml), Path("/"))
-        from deckhouse_gpu.adapters.sim.sim_mig_state import PersistentSimMig  # noqa: PLC0415
-
-        # A simulated host keeps its MIG state on disk, as a GPU keeps it across a plugin crash;
-        # loading it now also shows the capabilities pass (the same SimulatedNVML) the mode it left.
-        persistent = PersistentSimMig.under(nvml, Path(args.host_root))
-        try:
-            persistent.load()
-        except MigError as error:  # every MIG call reports it too, to the kubelet's Pods
-            log.error("simulated MIG state not restored", extra={"error": str(error)})
-        return HostTreeMig(persistent, Path(args.host_root))
-    from deckhouse_gpu.adapters.nvml_mig import RealMig  # noqa: PLC0415
-    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415
-
-    assert isinstance(nvml, RealNVML)
-    return RealMig(nvml)
+    return node_hardware.of(args).mig(args, nvml)
 
 
 def sharing_host(args: argparse.Namespace, api: KubeAPI, nvml: NVML) -> SharingHost:
@@ -141,22 +120,9 @@ def sharing_host(args: argparse.Namespace, api: KubeAPI, nvml: NVML) -> SharingH
     daemons = KubeMpsDaemons(
         api, args.namespace, args.node_name, args.mps_image, args.host_driver_root, args.mps_image_pull_secret
     )
-    if args.nvml_sim:
-        from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings  # noqa: PLC0415
-        from deckhouse_gpu.adapters.sim.sim_mps_kubelet import SimulatedKubeletMps  # noqa: PLC0415
-
-        cards = nvml.device_addresses()
-        host_root = Path(args.host_root) if args.host_root else None
-        settings = SimCardSettings(cards) if host_root is None else SimCardSettings.under(host_root, cards)
-        kubelet = SimulatedKubeletMps(daemons, api, host_root)
-        return SharingHost(settings, kubelet, args.plugin_dir, args.node_name)
-    from deckhouse_gpu.adapters.card_settings_nvidia import NvidiaCardSettings  # noqa: PLC0415
-    from deckhouse_gpu.adapters.nvml_real import RealNVML  # noqa: PLC0415
-
-    assert isinstance(nvml, RealNVML)
-    real = NvidiaCardSettings(nvml, MountedDriverRoot(args.driver_root_mount))
+    settings, runner = node_hardware.of(args).sharing(args, api, nvml, daemons)
     # The plugin directory as the host sees it: daemon Pods and CDI mounts name host paths.
-    return SharingHost(real, daemons, args.plugin_dir, args.node_name)
+    return SharingHost(settings, runner, args.plugin_dir, args.node_name)
 
 
 def build_prepare(

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The Kubernetes versions the module knows: 1.34 to 1.37 (DESIGN.md D3, F10).
+"""The Kubernetes versions the module knows: 1.34 to 1.37 (DESIGN.md D3, KUBERNETES-FACTS.md F10).
 
 Everything that depends on the API server's version (the ResourceSlice layout and rules, the
 allocator's semantics, the command-line flags that name a version) takes it from here. A minor

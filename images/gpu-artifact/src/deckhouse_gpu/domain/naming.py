@@ -4,7 +4,8 @@
 """Stable object names and valid label values (DESIGN.md D5).
 
 A PhysicalGPU is named after its node and PCI address, so adding or removing another card
-never renames it. Anything that would break a Kubernetes length or charset rule is shortened
+never renames it; an offer (a ResourceSlice device) after its card's PCI address, its MIG
+profile and placement. Anything that would break a Kubernetes length or charset rule is shortened
 with a hash suffix, so two different inputs never collapse into one name.
 """
 
@@ -43,6 +44,17 @@ def physical_gpu_name(node_name: str, pci_address: str) -> str:
     node = re.sub(r"\.+-|-\.+", "-", node)  # no '.-' or '-.' pairs in a DNS subdomain
     name = f"{node}-{pci_address_slug(pci_address)}"
     return _shorten(name, MAX_NAME, f"{node_name}/{pci_address}", ".-")
+
+
+def physical_name(address: str) -> str:
+    """The card's Physical offer (and its counter set): ``gpu-0000-02-00-0``."""
+    return f"gpu-{pci_address_slug(address)}"
+
+
+def mig_name(address: str, profile: str, start: int) -> str:
+    """A MIG offer: the card's name, the profile and the placement start (``...-mig-1g-6gb-0``)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", profile.lower()).strip("-")
+    return f"{physical_name(address)}-mig-{slug}-{start}"
 
 
 def label_value(text: str) -> str:

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Where the kubelet's device health stream reads the node's device health (DESIGN.md F6.3).
+"""Where the kubelet's device health stream reads the node's device health (KUBERNETES-FACTS.md F6.3).
 
 The gRPC adapter subscribes once per stream; the service behind it (services.device_health) says
 when the health changed. The adapter never sees PhysicalGPUs, the service never sees protobuf.

@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Protocol
 
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon
 
 

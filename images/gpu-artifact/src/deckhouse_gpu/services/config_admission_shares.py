@@ -20,7 +20,8 @@ from fractions import Fraction
 from typing import Any
 
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
-from deckhouse_gpu.domain.config.opaque_types import MPS, DeviceConfig, GPUConfig
+from deckhouse_gpu.domain.config.mps_sharing import MPS
+from deckhouse_gpu.domain.config.opaque_types import DeviceConfig, GPUConfig
 
 # Request leaf (``req`` or ``req/sub``) -> the sharePercent it asks for and the path of it.
 type Shares = Mapping[str, tuple[Fraction, str]]

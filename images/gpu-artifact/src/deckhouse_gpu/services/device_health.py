@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The node's device health for the kubelet's health streams (DESIGN.md F6.3).
+"""The node's device health for the kubelet's health streams (KUBERNETES-FACTS.md F6.3).
 
 The handler loop updates the board after each capabilities pass with the node's PhysicalGPUs as
 stored; the board turns them into one report (domain/inventory/device_health.py) and wakes every

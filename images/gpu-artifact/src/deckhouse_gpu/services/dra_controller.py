@@ -45,6 +45,7 @@ from deckhouse_gpu.services.claim_allocation import (
 from deckhouse_gpu.services.controller_runtime import ControllerRuntime, RuntimeProbes
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.informer import Informer
+from deckhouse_gpu.services.leader_election import Leadership
 from deckhouse_gpu.services.work_queue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -61,10 +62,6 @@ class DraControllerSettings:
     backoff_max_seconds: float = 60.0
     watch_timeout_seconds: int = 300
     unhealthy_after_seconds: float = 300.0
-
-
-class Leadership(Protocol):
-    def is_leader(self) -> bool: ...
 
 
 class AllocationObserver(Protocol):

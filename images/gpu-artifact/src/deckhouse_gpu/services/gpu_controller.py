@@ -34,6 +34,7 @@ from deckhouse_gpu.services.driver_ready_reconciler import ERROR, DriverReadyRec
 from deckhouse_gpu.services.driver_ready_writer import DriverReadyWriter
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.informer import Informer
+from deckhouse_gpu.services.leader_election import Leadership
 from deckhouse_gpu.services.work_queue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -50,10 +51,6 @@ class ControllerSettings:
     backoff_max_seconds: float = 60.0
     watch_timeout_seconds: int = 300
     unhealthy_after_seconds: float = 300.0
-
-
-class Leadership(Protocol):
-    def is_leader(self) -> bool: ...
 
 
 class ReconcileObserver(Protocol):

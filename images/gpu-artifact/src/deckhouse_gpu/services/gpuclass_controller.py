@@ -32,8 +32,8 @@ from deckhouse_gpu.ports.clock import Clock, rfc3339
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, GPU_CLASSES
 from deckhouse_gpu.ports.kube import AlreadyExists, Conflict, Invalid, KubeAPI, KubeError, NotFound, Object
 from deckhouse_gpu.services.controller_runtime import ControllerRuntime, RuntimeProbes
-from deckhouse_gpu.services.dra_controller import Leadership
 from deckhouse_gpu.services.informer import Informer
+from deckhouse_gpu.services.leader_election import Leadership
 from deckhouse_gpu.services.status_writer import patch_status
 from deckhouse_gpu.services.work_queue import WorkQueue
 

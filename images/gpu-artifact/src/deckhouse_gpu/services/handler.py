@@ -83,7 +83,8 @@ class HandlerLoop(TriggerLoop):
         # Another owner of the node's cards (DESIGN.md D16): held cards get no offers.
         self.owners: OwnerBoard | None = None
         self.prepared_claims: Callable[[], list[str]] = list  # the claims prepare holds, for reports
-        self.device_health = device_health  # what the kubelet's health stream sends (DESIGN.md F6.3)
+        # what the kubelet's health stream sends (KUBERNETES-FACTS.md F6.3)
+        self.device_health = device_health
         self.observer = observer
         self.xid_watcher = xid_watcher  # watches the cards of each pass; an Xid wakes the loop
         if xid_watcher is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
 from deckhouse_gpu.domain.apimachinery.leader_lease import (
     Action,
@@ -30,6 +31,12 @@ from deckhouse_gpu.ports.controller_resources import LEASES
 from deckhouse_gpu.ports.kube import AlreadyExists, Conflict, KubeAPI, KubeError, NotFound
 
 log = logging.getLogger(__name__)
+
+
+class Leadership(Protocol):
+    """Whether this replica leads now: the controllers ask before every write."""
+
+    def is_leader(self) -> bool: ...
 
 
 class AlwaysLeader:

@@ -16,9 +16,9 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from deckhouse_gpu.domain.inventory.desired import node_selector
-from deckhouse_gpu.domain.offers.active_modes import active_modes
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
+from deckhouse_gpu.domain.prepare.active_modes import active_modes
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI

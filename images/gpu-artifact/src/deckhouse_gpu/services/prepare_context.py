@@ -8,7 +8,8 @@ crash (no undo runs) leaves a ``PrepareStarted`` entry whose records let the nex
 everything back (services/host_release.py), because every host change is saved as it happens
 (DESIGN.md D9). The steps are in services/prepare_steps.py, services/prepare_mig_steps.py,
 services/prepare_sharing_steps.py, services/prepare_vfio_steps.py and
-services/prepare_metadata_steps.py.
+services/prepare_metadata_steps.py; each of the last four gives its steps and its CDI edits to the
+pipeline as one ``PrepareFeature`` (DESIGN.md D20).
 """
 
 from __future__ import annotations
@@ -96,6 +97,31 @@ class Step(Protocol):
     def run(self, ctx: PrepareContext) -> None: ...
 
     def undo(self, ctx: PrepareContext) -> None: ...
+
+
+type DeviceEdits = dict[str, dict[str, Any]]  # device name -> its CDI container edits
+
+
+def no_edits(ctx: PrepareContext) -> DeviceEdits:
+    return {}
+
+
+@dataclass(frozen=True)
+class PrepareFeature:
+    """What a feature contributes to prepare (DESIGN.md D20), in the pipeline's phases: the
+    pipeline (services/prepare_steps.py) runs the phases in this order, each feature's steps of a
+    phase in the order the features are registered, and the CDI writer merges every feature's
+    edits. ``devices`` make the claim's devices exist (a MIG instance, a card on vfio-pci);
+    ``settings`` set them up for it (sharing); ``files`` are what the containers mount. Every
+    host change is recorded in the claim's entry first (DESIGN.md D9), so a step's undo, and the
+    rollback after a crash, can give it back."""
+
+    name: str
+    checks: tuple[Step, ...] = ()  # before anything on the host changes
+    devices: tuple[Step, ...] = ()
+    settings: tuple[Step, ...] = ()
+    files: tuple[Step, ...] = ()
+    device_edits: Callable[[PrepareContext], DeviceEdits] = no_edits
 
 
 def run_steps(

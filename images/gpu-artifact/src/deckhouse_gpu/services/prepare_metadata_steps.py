@@ -13,10 +13,8 @@ them with the CDI spec (services/host_release.py, DESIGN.md D9).
 
 from __future__ import annotations
 
-from typing import Any
-
 from deckhouse_gpu.domain.prepare.device_metadata import mount_edits, request_files
-from deckhouse_gpu.services.prepare_context import PrepareContext
+from deckhouse_gpu.services.prepare_context import DeviceEdits, PrepareContext, PrepareFeature
 
 
 class WriteDeviceMetadata:
@@ -36,10 +34,15 @@ class WriteDeviceMetadata:
             ctx.metadata.delete_claim(ctx.claim.uid)
 
 
-def metadata_edits(ctx: PrepareContext) -> dict[str, dict[str, Any]]:
+def metadata_edits(ctx: PrepareContext) -> DeviceEdits:
     """Device name -> the CDI mount of its request's metadata file."""
     files = ctx.metadata
     if files is None:
         return {}
     uid = ctx.claim.uid
     return mount_edits(ctx.claim_object or {}, ctx.plans, lambda request: files.host_path(uid, request))
+
+
+METADATA_FEATURE = PrepareFeature(
+    "device-metadata", files=(WriteDeviceMetadata(),), device_edits=metadata_edits
+)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
 from deckhouse_gpu.ports.mig import MigError, MigModePending
 from deckhouse_gpu.services.host_release import unowned_at
-from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError
+from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError, PrepareFeature
 
 
 def release_entry(ctx: PrepareContext) -> None:
@@ -98,3 +98,7 @@ class CreateMig:
 
     def undo(self, ctx: PrepareContext) -> None:
         release_entry(ctx)
+
+
+# A MIG instance's device node comes with the claim's CDI spec itself (adapters/claim_cdi_files.py).
+MIG_FEATURE = PrepareFeature("mig", devices=(SwitchMigMode(), CreateMig()))

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config, unknown_requests
+from deckhouse_gpu.domain.config.mps_sharing import MPS_SHARING
 from deckhouse_gpu.domain.config.opaque_types import VFIOConfig
 from deckhouse_gpu.domain.prepare.mps import MpsRefused, client_edits, pod_name, unit_of
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
@@ -26,7 +27,7 @@ from deckhouse_gpu.domain.prepare.sharing import (
     share_percent,
 )
 from deckhouse_gpu.ports.sharing import SharingError
-from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError
+from deckhouse_gpu.services.prepare_context import DeviceEdits, PrepareContext, PrepareError, PrepareFeature
 from deckhouse_gpu.services.sharing_settle import (
     card_settings_of,
     settle_cards,
@@ -146,7 +147,7 @@ class StartMps:
 
     def run(self, ctx: PrepareContext) -> None:
         host = ctx.sharing
-        units = {unit_of(plan) for plan in ctx.plans if plan.sharing == "MPS"}
+        units = {unit_of(plan) for plan in ctx.plans if plan.sharing == MPS_SHARING.name}
         if host is None or not units:
             return
         try:
@@ -161,14 +162,18 @@ class StartMps:
             stop_unwanted(ctx.checkpoint.without(ctx.claim.uid), ctx.sharing)
 
 
-def mps_edits(ctx: PrepareContext) -> dict[str, dict[str, Any]]:
+def mps_edits(ctx: PrepareContext) -> DeviceEdits:
     """Device name -> the CDI edits that make its containers clients of their MPS daemon."""
     if ctx.sharing is None:
         return {}
     daemons = wanted(ctx.checkpoint, ctx.sharing)
     edits = {}
     for plan in ctx.plans:
-        if plan.sharing == "MPS":
+        if plan.sharing == MPS_SHARING.name:
             daemon = daemons[pod_name(ctx.sharing.node, unit_of(plan))]
             edits[plan.device] = client_edits(plan, daemon)
     return edits
+
+
+# The claim's config is decoded by the pipeline itself (check-config, for every device).
+SHARING_FEATURE = PrepareFeature("sharing", settings=(SetCardSharing(), StartMps()), device_edits=mps_edits)

@@ -6,10 +6,11 @@
 The runner (services/prepare_context.py) runs the steps in order; when one fails it undoes the
 finished ones in reverse. A crash (no undo runs) leaves a ``PrepareStarted`` entry whose records
 let the next call roll everything back (services/host_release.py), because every host change is
-saved as it happens (DESIGN.md D9). The steps that change a card are in
-services/prepare_mig_steps.py, those of sharing in services/prepare_sharing_steps.py, those of
-passthrough to a virtual machine in services/prepare_vfio_steps.py, the device metadata files in
-services/prepare_metadata_steps.py.
+saved as it happens (DESIGN.md D9). The steps here are the pipeline's own; each feature (MIG in
+services/prepare_mig_steps.py, sharing in services/prepare_sharing_steps.py, passthrough to a
+virtual machine in services/prepare_vfio_steps.py, the device metadata files in
+services/prepare_metadata_steps.py) gives its steps and its CDI edits as one ``PrepareFeature``,
+registered in ``FEATURES`` (DESIGN.md D20): the pipeline and the CDI writer loop over them.
 """
 
 from __future__ import annotations
@@ -23,14 +24,25 @@ from deckhouse_gpu.domain.prepare.guard import conflicts, held_by_other
 from deckhouse_gpu.domain.prepare.mps import one_daemon_per_claim
 from deckhouse_gpu.domain.prepare.plan import PlanError, plan_claim
 from deckhouse_gpu.domain.prepare.sharing import sharing_conflicts
-from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError, Step, run_steps
-from deckhouse_gpu.services.prepare_metadata_steps import WriteDeviceMetadata, metadata_edits
-from deckhouse_gpu.services.prepare_mig_steps import CreateMig, SwitchMigMode
-from deckhouse_gpu.services.prepare_sharing_steps import CheckConfig, SetCardSharing, StartMps, mps_edits
-from deckhouse_gpu.services.prepare_vfio_steps import BindVfio, CheckVfio, WriteVfioPayload, vfio_edits
+from deckhouse_gpu.services.prepare_context import (
+    PrepareContext,
+    PrepareError,
+    PrepareFeature,
+    Step,
+    run_steps,
+)
+from deckhouse_gpu.services.prepare_metadata_steps import METADATA_FEATURE
+from deckhouse_gpu.services.prepare_mig_steps import MIG_FEATURE
+from deckhouse_gpu.services.prepare_sharing_steps import SHARING_FEATURE, CheckConfig
+from deckhouse_gpu.services.prepare_vfio_steps import VFIO_FEATURE
 
 # The runner and its context are re-exported: services/prepare.py takes them from here.
-__all__ = ["PREPARE_STEPS", "PrepareContext", "PrepareError", "Step", "run_steps"]
+__all__ = ["FEATURES", "PREPARE_STEPS", "PrepareContext", "PrepareError", "Step", "run_steps"]
+
+# The features, in the order their steps of one phase run and their CDI edits merge (an MPS
+# device's client setup first, then its metadata mount). The phases order the rest: a MIG instance
+# (devices) exists before its MPS daemon starts on it (settings).
+FEATURES: tuple[PrepareFeature, ...] = (MIG_FEATURE, SHARING_FEATURE, METADATA_FEATURE, VFIO_FEATURE)
 
 log = logging.getLogger(__name__)
 
@@ -125,10 +137,14 @@ class MarkStarted:
 class WriteCdi:
     name = "write-cdi"
 
+    def __init__(self, features: tuple[PrepareFeature, ...]) -> None:
+        self.features = features
+
     def run(self, ctx: PrepareContext) -> None:
         assert ctx.entry is not None
-        # Each device's own edits: its MPS client setup, the mount of its metadata file, its VFIO nodes.
-        edits = merge_device_edits(mps_edits(ctx), metadata_edits(ctx), vfio_edits(ctx))
+        # Each device's own edits, from every feature: its MPS client setup, the mount of its
+        # metadata file, its VFIO nodes.
+        edits = merge_device_edits(*(feature.device_edits(ctx) for feature in self.features))
         ids = ctx.cdi.write_claim(ctx.claim.uid, ctx.plans, ctx.entry.mig, edits)
         ctx.entry = ctx.entry.completed(ids, ctx.now).with_state(
             "PrepareStarted"
@@ -155,15 +171,11 @@ PREPARE_STEPS: tuple[Step, ...] = (
     Plan(),
     CheckConfig(),
     Guard(),
-    CheckVfio(),
+    *(step for feature in FEATURES for step in feature.checks),
     MarkStarted(),
-    SwitchMigMode(),
-    CreateMig(),
-    BindVfio(),
-    SetCardSharing(),
-    StartMps(),
-    WriteDeviceMetadata(),
-    WriteVfioPayload(),
-    WriteCdi(),
+    *(step for feature in FEATURES for step in feature.devices),
+    *(step for feature in FEATURES for step in feature.settings),
+    *(step for feature in FEATURES for step in feature.files),
+    WriteCdi(FEATURES),
     MarkCompleted(),
 )

@@ -29,7 +29,7 @@ from deckhouse_gpu.domain.prepare.vfio_payload import (
 )
 from deckhouse_gpu.ports.kube import PODS, KubeError, NotFound
 from deckhouse_gpu.ports.vfio import VfioError
-from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError
+from deckhouse_gpu.services.prepare_context import DeviceEdits, PrepareContext, PrepareError, PrepareFeature
 from deckhouse_gpu.services.prepare_mig_steps import release_entry
 from deckhouse_gpu.services.vfio_release import VfioSide
 
@@ -180,7 +180,7 @@ class WriteVfioPayload:
             ctx.vfio.payloads.delete_claim(ctx.claim.uid)
 
 
-def vfio_edits(ctx: PrepareContext) -> dict[str, dict[str, Any]]:
+def vfio_edits(ctx: PrepareContext) -> DeviceEdits:
     """Device name -> its VFIO nodes and the mount of the claim's payload."""
     side = ctx.vfio
     if side is None:
@@ -196,3 +196,8 @@ def vfio_edits(ctx: PrepareContext) -> dict[str, dict[str, Any]]:
                 container_path(ctx.claim_object or {}),
             )
     return edits
+
+
+VFIO_FEATURE = PrepareFeature(
+    "vfio", checks=(CheckVfio(),), devices=(BindVfio(),), files=(WriteVfioPayload(),), device_edits=vfio_edits
+)

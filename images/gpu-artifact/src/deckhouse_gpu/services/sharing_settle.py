@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon, mps_cards, wanted_daemons
 from deckhouse_gpu.domain.prepare.plan import DevicePlan

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from deckhouse_gpu.adapters.atomic_file import replace_file
 from deckhouse_gpu.adapters.sim.state_files import file_lock, read_boot_id
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.ports.sharing import ComputeMode, SharingError
 
 STATE_FILE = "var/lib/gpu-sim/sharing-state.json"

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""A structured allocator with the kube-scheduler's semantics (DESIGN.md F3, F4).
+"""A structured allocator with the kube-scheduler's semantics (KUBERNETES-FACTS.md F3, F4).
 
 ``model`` parses ResourceSlices once into devices and pools, ``gather`` picks a node's pools the
 way the scheduler does for 1.34 or 1.35, ``claims`` reads DeviceClasses and claims, ``state`` keeps

@@ -6,7 +6,7 @@
 Pure: ResourceSlices (as the allocator's Inventory) and allocated claims in, violations out.
 The scheduler keeps the invariant through counters (DESIGN.md D2); the audit catches what
 slips through anyway: a second allocator racing the scheduler, a hand-written status, the
-scheduler's own accounting quirks (DESIGN.md F4.4), slices republished under allocations.
+scheduler's own accounting quirks (KUBERNETES-FACTS.md F4.4), slices republished under allocations.
 
 - a device allocated exclusively to two claims;
 - MIG and Physical devices of one card allocated at the same time;

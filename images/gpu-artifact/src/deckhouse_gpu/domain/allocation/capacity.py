@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Consumable capacity: what a request consumes of a device and whether it fits (DESIGN.md F4.5)."""
+"""Consumable capacity: what a request consumes of a device and whether it fits (KUBERNETES-FACTS.md F4.5)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 
 The allocator answers, never a count of devices: claims asking for one device of the class are
 placed on the node one after another (``Allocator.allocate_next``), each kept, until one does not
-fit. Give it strict semantics (DESIGN.md F4.4): then what a pass keeps is what committed claims
+fit. Give it strict semantics (KUBERNETES-FACTS.md F4.4): then what a pass keeps is what committed claims
 would hold, and the count is what the hardware has room for, not what the scheduler's accounting
 quirks would let through.
 

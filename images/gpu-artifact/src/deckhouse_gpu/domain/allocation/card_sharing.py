@@ -18,13 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config
-from deckhouse_gpu.domain.config.opaque_types import MPS, GPUConfig, TimeSliceInterval, TimeSlicing
+from deckhouse_gpu.domain.config import features
 
 
 def card_sharing(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> str | None:
-    """``"MPS"`` or ``"TimeSlicing (interval <interval>)"``: equal for two shares that can sit on
-    one card. None when the config cannot be prepared at all (it does not decode, or asks for VFIO
-    on a share): gpu-handler refuses that claim with its own message, so it never meets the others.
+    """``"MPS"`` or ``"TimeSlicing (interval <interval>)"`` (``features.card_policy``): equal for two
+    shares that can sit on one card. None when the config cannot be prepared at all (it does not
+    decode, or asks for VFIO on a share): gpu-handler refuses that claim with its own message, so it
+    never meets the others.
 
     Shared offers are whole cards (``deviceType: Physical``), so only configs of whole cards apply.
     """
@@ -32,8 +33,4 @@ def card_sharing(result: Mapping[str, Any], allocation: Mapping[str, Any]) -> st
         config = device_config(result, allocation, "Physical")
     except ConfigRefused:
         return None
-    sharing = config.sharing if isinstance(config, GPUConfig) else None
-    if isinstance(sharing, MPS):
-        return "MPS"
-    interval = sharing.interval if isinstance(sharing, TimeSlicing) else TimeSliceInterval.DEFAULT
-    return f"TimeSlicing (interval {interval})"
+    return features.card_policy(features.sharing_of(config))

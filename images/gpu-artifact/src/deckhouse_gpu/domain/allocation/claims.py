@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""DeviceClasses and ResourceClaims as the allocator reads them (DESIGN.md F2.1, F2.2)."""
+"""DeviceClasses and ResourceClaims as the allocator reads them (KUBERNETES-FACTS.md F2.1, F2.2)."""
 
 from __future__ import annotations
 

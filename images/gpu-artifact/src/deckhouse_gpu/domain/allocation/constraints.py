@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""A claim's matchAttribute and distinctAttribute constraints in the search (DESIGN.md F4.4).
+"""A claim's matchAttribute and distinctAttribute constraints in the search (KUBERNETES-FACTS.md F4.4).
 
 The rule a device can fail alone (``attributes``: it lacks an attribute a constraint compares) is
 a pure check; what depends on the other devices of the claim is kept in the pass: the value every
@@ -81,7 +81,7 @@ def _adds(
         if value is None:
             return False
         slots = {k: v for k, v in work.distinct.items() if k[:2] == (claim_index, index)}
-        # 1.34 compares value pointers, which never match across devices (DESIGN.md F4.4).
+        # 1.34 compares value pointers, which never match across devices (KUBERNETES-FACTS.md F4.4).
         if semantics.version != "1.34" and value in slots.values():
             return False
         slot = (claim_index, index, alternative.request)

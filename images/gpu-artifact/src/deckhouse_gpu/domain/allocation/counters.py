@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Counters of partitionable devices (DESIGN.md F4.4): what each counter set has left before
+"""Counters of partitionable devices (KUBERNETES-FACTS.md F4.4): what each counter set has left before
 the call, the counters rule, and charging and giving back a device's consumption in the pass.
 """
 

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""A node's pools, gathered the way the scheduler gathers them (DESIGN.md F4.2).
+"""A node's pools, gathered the way the scheduler gathers them (KUBERNETES-FACTS.md F4.2).
 
 Only the newest generation of a pool counts. 1.34 uses an incomplete pool for ExactCount; 1.35
 re-reads the whole pool, drops it when a newer generation exists elsewhere and never allocates

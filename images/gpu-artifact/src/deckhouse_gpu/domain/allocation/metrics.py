@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 DRIVER = "gpu.deckhouse.io"
-MIG_MARK = "-mig-"  # offers.mig_name: gpu-<address>-mig-<profile>-<start>
+MIG_MARK = "-mig-"  # naming.mig_name: gpu-<address>-mig-<profile>-<start>
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The AllocationResult of a claim, shaped exactly as the scheduler writes it (DESIGN.md F4.4)."""
+"""The AllocationResult of a claim, shaped exactly as the scheduler writes it (KUBERNETES-FACTS.md F4.4)."""
 
 from __future__ import annotations
 

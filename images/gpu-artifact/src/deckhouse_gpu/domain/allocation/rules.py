@@ -80,7 +80,7 @@ def taints(device: Device, alternative: Alternative, semantics: Semantics) -> Re
 def capacity_fits(
     work: SearchPass, state: AllocatedState, alternative: Alternative, device: Device, semantics: Semantics
 ) -> Reason | None:
-    """Whether the request's capacity fits what the device's shares left (DESIGN.md F4.5)."""
+    """Whether the request's capacity fits what the device's shares left (KUBERNETES-FACTS.md F4.5)."""
     if not semantics.consumable:
         return None
     for name in alternative.capacity:

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The backtracking search of the scheduler's structured allocator (DESIGN.md F4.3, F4.4).
+"""The backtracking search of the scheduler's structured allocator (KUBERNETES-FACTS.md F4.3, F4.4).
 
 Claims are placed together on one node: claim by claim, request by request, device by device in
 pool, slice and device order; a subrequest of ``firstAvailable`` is tried with the whole rest of

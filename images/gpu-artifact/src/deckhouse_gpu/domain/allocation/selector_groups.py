@@ -7,7 +7,7 @@ A class's selector is evaluated on every device of every node when a report asks
 class at once (``kubectl gpu capacity``, DESIGN.md D12): a hundred thousand devices times tens of
 classes. Most selectors read a few values of ``device`` (its driver, ``deviceType``, ``device``, a
 capacity), which ``CompiledSelector.device_reads`` names; devices holding the same values there,
-and whose CEL view is valid, get the same result from each such selector (DESIGN.md F3.1). So
+and whose CEL view is valid, get the same result from each such selector (KUBERNETES-FACTS.md F3.1). So
 devices are grouped once by the values every selector reads, each selector is evaluated on one
 device per group, and the result is what the allocator would compute for every device of the
 group. A selector that may read anything is evaluated device by device.

@@ -14,7 +14,7 @@ VERSIONS = KNOWN_VERSIONS
 
 def version_for(minor: int) -> str:
     """The semantics of an API server's minor version: 1.34 to 1.37; an older one as 1.34 (it has
-    no DRA v1 to allocate from anyway), a newer one as 1.37 (DESIGN.md F10)."""
+    no DRA v1 to allocate from anyway), a newer one as 1.37 (KUBERNETES-FACTS.md F10)."""
     return f"1.{min(max(minor, OLDEST_MINOR), NEWEST_MINOR)}"
 
 
@@ -22,9 +22,9 @@ def version_for(minor: int) -> str:
 class Semantics:
     """``version`` switches the 1.34/1.35 differences; the flags mirror the scheduler's gates.
 
-    1.36 and 1.37 allocate as 1.35 does (DESIGN.md F10): every check is "1.34 or not".
+    1.36 and 1.37 allocate as 1.35 does (KUBERNETES-FACTS.md F10): every check is "1.34 or not".
 
-    ``strict`` is for the audit: it corrects the scheduler's accounting quirks (DESIGN.md F4.4):
+    ``strict`` is for the audit: it corrects the scheduler's accounting quirks (KUBERNETES-FACTS.md F4.4):
     counters of a device rejected after the counter check are given back, and the counters of a
     shared device that already has shares stay charged in later passes (the scheduler charges
     them only in the pass of the first share). Either way one device's counters count once.

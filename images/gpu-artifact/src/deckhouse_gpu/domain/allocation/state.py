@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""What is already allocated, as the scheduler sees it (DESIGN.md F4.3, "already-allocated").
+"""What is already allocated, as the scheduler sees it (KUBERNETES-FACTS.md F4.3, "already-allocated").
 
 Results with adminAccess are ignored; with consumable capacity, results with a shareID are shares
 (their consumed capacity is summed per device) and do not make the device "in use"; every other

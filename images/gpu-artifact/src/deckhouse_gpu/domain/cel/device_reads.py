@@ -3,7 +3,7 @@
 
 """What a selector that reads only some values of ``device`` sees of a ResourceSlice device.
 
-``CompiledSelector.device_reads`` names the values an expression can read (DESIGN.md F3.1). For
+``CompiledSelector.device_reads`` names the values an expression can read (KUBERNETES-FACTS.md F3.1). For
 those, :class:`ReadPlan` gives the values a device's CEL view holds there, in a hashable form and
 without building the view, and whether the view is valid at all (``device_view`` gives a view on
 which every selector fails otherwise): two devices with equal keys get the same result from every

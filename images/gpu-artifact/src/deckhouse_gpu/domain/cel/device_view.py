@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The CEL ``device`` variable, as ``k8s.io/dynamic-resource-allocation/cel`` declares it
-(DESIGN.md F3):
+(KUBERNETES-FACTS.md F3):
 
 - ``device.driver``, ``device.attributes`` and ``device.capacity`` (maps of domain -> map of id;
   a key is split at its first ``/``, a key without a domain belongs to the driver's domain), and

@@ -26,33 +26,25 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.config.json_words import join, json_type, one_of, shown
 from deckhouse_gpu.domain.config.opaque_types import (
     API_VERSION,
     KINDS,
     LEGACY_API_VERSION,
-    MPS,
     SPELLINGS,
     ConfigType,
     DeviceConfig,
+    DeviceType,
     GPUConfig,
     MIGConfig,
     Sharing,
-    TimeSliceInterval,
-    TimeSlicing,
     VFIOConfig,
     api_version_of,
     kind_of,
 )
 
 MAX_PARAMETERS_BYTES = 10 * 1024  # the API server's OpaqueParametersMaxLength
-MIB = 1024 * 1024
-
-
-_NO_MIG_TIME_SLICING = (
-    "TimeSlicing is not available for MIG devices: the time-slice interval is a setting of the whole"
-    " card, and processes in one MIG instance are time-sliced anyway; use MPS"
-)
 
 
 @dataclass(frozen=True)
@@ -73,7 +65,7 @@ class ConfigError(ValueError):
 
     def under(self, prefix: str) -> ConfigError:
         """The same findings with paths rooted at ``prefix`` (the parameters' place in an object)."""
-        return ConfigError(Problem(_join(prefix, p.path), p.reason) for p in self.problems)
+        return ConfigError(Problem(join(prefix, p.path), p.reason) for p in self.problems)
 
 
 def decode(parameters: Any) -> DeviceConfig:
@@ -91,48 +83,15 @@ def decode(parameters: Any) -> DeviceConfig:
 def encode(config: DeviceConfig) -> dict[str, Any]:
     """The canonical parameters of a config: ``decode(encode(c)) == c``."""
     out: dict[str, Any] = {"apiVersion": API_VERSION, "kind": kind_of(config)}
-    sharing = getattr(config, "sharing", None)
-    if isinstance(sharing, TimeSlicing):
-        out["sharing"] = {"strategy": "TimeSlicing", "timeSlicing": {"interval": str(sharing.interval)}}
-    elif isinstance(sharing, MPS):
-        mps: dict[str, Any] = {}
-        if sharing.default_active_thread_percentage is not None:
-            mps["defaultActiveThreadPercentage"] = sharing.default_active_thread_percentage
-        if sharing.default_pinned_device_memory_limit is not None:
-            mps["defaultPinnedDeviceMemoryLimit"] = sharing.default_pinned_device_memory_limit.text
-        out["sharing"] = {"strategy": "MPS", "mps": mps}
+    sharing = features.sharing_of(config)
+    if sharing is not None:
+        strategy = features.strategy_of(sharing)
+        out["sharing"] = {"strategy": strategy.name, strategy.field: strategy.write(sharing)}
     return out
 
 
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path and key else path or key
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list | tuple) else "an object"
-
-
-def _shown(value: Any) -> str:
-    """A string quoted as in JSON, anything else by its type."""
-    return json.dumps(value) if isinstance(value, str) else _json_type(value)
-
-
-def _one_of(names: Iterable[str]) -> str:
-    return ", ".join(names)
-
-
 # NVIDIA's DRA driver names these sharing fields differently; its users copy them.
-_NVIDIA_FIELDS = {"timeSlicingConfig": "timeSlicing", "mpsConfig": "mps"}
+_NVIDIA_FIELDS = {strategy.nvidia_field: strategy.field for strategy in features.STRATEGIES}
 
 
 def _loose(kind: str) -> str:
@@ -167,17 +126,17 @@ def _wrong_kind(kind: Any, version: str) -> str:
     kinds = SPELLINGS[version]
     meant = _meant(kind)
     if meant is None or not isinstance(kind, str):
-        return f"{_shown(kind)} is not one of {_one_of(kinds)}"
+        return f"{shown(kind)} is not one of {one_of(kinds)}"
     other = api_version_of(kind)
     if other is not None and other != version:
         return (
-            f"{_shown(kind)} is a kind of {other}, not of {version}: "
+            f"{shown(kind)} is a kind of {other}, not of {version}: "
             f"use kind {kind_of(meant, version)}, or apiVersion {other}"
         )
     right = kind_of(meant, version)
     if right.lower() == kind.lower():
-        return f"{_shown(kind)} is not one of {_one_of(kinds)}: kinds are case-sensitive, use {right}"
-    return f"{_shown(kind)} is not one of {_one_of(kinds)}: did you mean {right}?"
+        return f"{shown(kind)} is not one of {one_of(kinds)}: kinds are case-sensitive, use {right}"
+    return f"{shown(kind)} is not one of {one_of(kinds)}: did you mean {right}?"
 
 
 class _Reader:
@@ -192,18 +151,18 @@ class _Reader:
     def fields(self, value: Any, path: str, owner: str, known: tuple[str, ...]) -> dict[str, Any] | None:
         """The object's fields without nulls, reporting unknown ones; None when not an object."""
         if not isinstance(value, Mapping):
-            self.fail(path, f"must be an object, not {_json_type(value)}")
+            self.fail(path, f"must be an object, not {json_type(value)}")
             return None
         for key in value:
             if key not in known:
                 ours = _NVIDIA_FIELDS.get(str(key))
                 hint = f"; NVIDIA's {key} is {ours} here" if ours in known else ""
-                self.fail(_join(path, str(key)), f"unknown field ({owner} has {_one_of(known)}{hint})")
+                self.fail(join(path, str(key)), f"unknown field ({owner} has {one_of(known)}{hint})")
         return {key: item for key, item in value.items() if key in known and item is not None}
 
     def config(self, parameters: Any) -> DeviceConfig | None:
         if not isinstance(parameters, Mapping):
-            self.fail("", f"must be a JSON object, not {_json_type(parameters)}")
+            self.fail("", f"must be a JSON object, not {json_type(parameters)}")
             return None
         version, kind = parameters.get("apiVersion"), parameters.get("kind")
         config = self.envelope(version, kind)
@@ -214,12 +173,9 @@ class _Reader:
             self.fields(parameters, "", kind, ("apiVersion", "kind"))
             return VFIOConfig()
         fields = self.fields(parameters, "", kind, ("apiVersion", "kind", "sharing")) or {}
-        if "sharing" not in fields:
-            return GPUConfig() if config is GPUConfig else MIGConfig()
-        if config is GPUConfig:
-            return GPUConfig(self.sharing(fields["sharing"], "sharing", ("TimeSlicing", "MPS")))
-        sharing = self.sharing(fields["sharing"], "sharing", ("MPS",))
-        return MIGConfig(sharing if isinstance(sharing, MPS) else None)
+        device = next(name for name, meant in features.DEVICE_TYPES.items() if meant is config)
+        sharing = self.sharing(fields["sharing"], "sharing", device) if "sharing" in fields else None
+        return MIGConfig(sharing) if config is MIGConfig else GPUConfig(sharing)
 
     def envelope(self, version: Any, kind: Any) -> ConfigType | None:
         """The config ``apiVersion`` and ``kind`` name together, or None with the problems found."""
@@ -229,89 +185,54 @@ class _Reader:
         elif kinds is None and isinstance(version, str) and version.lower() in SPELLINGS:
             self.fail(
                 "apiVersion",
-                f"{_shown(version)} is not supported: it is case-sensitive, use {version.lower()}",
+                f"{shown(version)} is not supported: it is case-sensitive, use {version.lower()}",
             )
         elif kinds is None:
-            self.fail("apiVersion", f"{_shown(version)} is not supported, {_use_version(kind)}")
+            self.fail("apiVersion", f"{shown(version)} is not supported, {_use_version(kind)}")
         if kinds is not None:
             if kind is None:
-                self.fail("kind", f"required, one of {_one_of(kinds)}")
+                self.fail("kind", f"required, one of {one_of(kinds)}")
             elif isinstance(kind, str) and kind in kinds:
                 return kinds[kind]
             else:
                 self.fail("kind", _wrong_kind(kind, version))
         elif kind is None:
-            self.fail("kind", f"required, one of {_one_of(KINDS)}")
+            self.fail("kind", f"required, one of {one_of(KINDS)}")
         elif not isinstance(kind, str) or api_version_of(kind) is None:
             self.fail("kind", _wrong_kind(kind, API_VERSION))
         return None
 
-    def sharing(self, value: Any, path: str, strategies: tuple[str, ...]) -> Sharing | None:
-        known = ("strategy", "timeSlicing", "mps") if "TimeSlicing" in strategies else ("strategy", "mps")
-        fields = self.fields(value, path, "sharing", known)
+    def sharing(self, value: Any, path: str, device: DeviceType) -> Sharing | None:
+        """The ``sharing`` of a config of ``device``: one of the strategies the registry allows it."""
+        allowed = features.strategies_for(device)
+        strategies = [strategy.name for strategy in allowed]
+        fields = self.fields(value, path, "sharing", ("strategy", *(strategy.field for strategy in allowed)))
         if fields is None:
             return None
         strategy = fields.get("strategy")
-        where = _join(path, "strategy")
+        where = join(path, "strategy")
+        named = features.named(strategy)
         if strategy is None:
-            self.fail(where, f"required, one of {_one_of(strategies)}")
-        elif strategy == "TimeSlicing" and "TimeSlicing" not in strategies:
-            self.fail(where, _NO_MIG_TIME_SLICING)
+            self.fail(where, f"required, one of {one_of(strategies)}")
+        elif named is not None and named not in allowed:
+            self.fail(where, named.refusal(device))
         elif strategy not in strategies:
-            self.fail(where, f"{_shown(strategy)} is not one of {_one_of(strategies)}")
-        for key, name in (("timeSlicing", "TimeSlicing"), ("mps", "MPS")):
-            if key in fields and strategy in strategies and strategy != name:
-                self.fail(_join(path, key), f"set only with strategy {name}, not {strategy}")
-        time_slicing = self.time_slicing(fields.get("timeSlicing"), _join(path, "timeSlicing"))
-        mps = self.mps(fields.get("mps"), _join(path, "mps"))
-        if strategy == "TimeSlicing":
-            return time_slicing
-        return mps if strategy == "MPS" else None
-
-    def time_slicing(self, value: Any, path: str) -> TimeSlicing:
-        fields = self.fields(value, path, "timeSlicing", ("interval",)) if value is not None else {}
-        interval = (fields or {}).get("interval", TimeSliceInterval.DEFAULT.value)
-        if interval in list(TimeSliceInterval):
-            return TimeSlicing(TimeSliceInterval(interval))
-        self.fail(_join(path, "interval"), f"{_shown(interval)} is not one of {_one_of(TimeSliceInterval)}")
-        return TimeSlicing()
-
-    def mps(self, value: Any, path: str) -> MPS:
-        known = ("defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit")
-        fields = (self.fields(value, path, "mps", known) if value is not None else {}) or {}
-        percentage = fields.get("defaultActiveThreadPercentage")
-        if percentage is not None:
-            percentage = self.integer(percentage, _join(path, known[0]), 1, 100)
-        limit = fields.get("defaultPinnedDeviceMemoryLimit")
-        if limit is not None:
-            limit = self.pinned_memory(limit, _join(path, known[1]))
-        return MPS(percentage, limit)
+            self.fail(where, f"{shown(strategy)} is not one of {one_of(strategies)}")
+        for other in allowed:
+            if other.field in fields and strategy in strategies and strategy != other.name:
+                self.fail(join(path, other.field), f"set only with strategy {other.name}, not {strategy}")
+        read = {
+            other.name: other.read(self, fields.get(other.field), join(path, other.field))
+            for other in allowed
+        }
+        return read.get(strategy) if isinstance(strategy, str) else None
 
     def integer(self, value: Any, path: str, low: int, high: int) -> int | None:
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(path, f"must be an integer, not {_json_type(value)}")
+            self.fail(path, f"must be an integer, not {json_type(value)}")
             return None
         if value < low:
             self.fail(path, f"{value} is below the minimum {low}")
         elif value > high:
             self.fail(path, f"{value} is above the maximum {high}")
         return value if low <= value <= high else None
-
-    def pinned_memory(self, value: Any, path: str) -> Quantity | None:
-        # Kubernetes accepts a quantity as a JSON string or number; so do we.
-        if isinstance(value, bool) or not isinstance(value, str | int):
-            self.fail(path, f"must be a quantity such as 8Gi, not {_json_type(value)}")
-            return None
-        try:
-            quantity = Quantity.parse(str(value))
-        except QuantityError:
-            self.fail(path, f"{json.dumps(value)} is not a quantity such as 512Mi or 8Gi")
-            return None
-        if quantity.value < MIB:
-            self.fail(path, f"{json.dumps(value)} is below the minimum 1Mi")
-        elif quantity.value % MIB != 0:
-            # CUDA_MPS_PINNED_DEVICE_MEM_LIMIT takes MiB: refuse what would be silently rounded.
-            self.fail(path, f"{json.dumps(value)} is not a whole number of Mi (MPS limits memory in MiB)")
-        else:
-            return quantity
-        return None

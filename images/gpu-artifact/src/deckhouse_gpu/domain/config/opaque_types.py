@@ -48,16 +48,16 @@ exists so that a claim can ask for a card for a virtual machine.
 
 Here are the frozen dataclasses a config decodes to (named after the legacy kinds, which the
 code used first), the kind names of both spellings and the offer type each config is meant for;
-the strict decoder and the encoder are in ``opaque_config``.
+the strict decoder and the encoder are in ``opaque_config``, the settings of each sharing strategy
+in its own module, registered in ``features`` (DESIGN.md D20).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Literal
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
+from deckhouse_gpu.domain.config.sharing_strategy import SharingConfig
 
 DRIVER = "gpu.deckhouse.io"
 GROUP = "resource.gpu.deckhouse.io"
@@ -66,34 +66,9 @@ GPU_KIND, MIG_KIND, VFIO_KIND = "GpuConfig", "MigDeviceConfig", "VfioDeviceConfi
 LEGACY_API_VERSION = "gpu.deckhouse.io/v1alpha1"  # the first spelling, accepted for good
 
 
-class TimeSliceInterval(StrEnum):
-    """How long a process runs before the card switches to the next one."""
-
-    DEFAULT = "Default"
-    SHORT = "Short"
-    MEDIUM = "Medium"
-    LONG = "Long"
-
-    @property
-    def nvidia_smi_value(self) -> int:
-        """The argument of ``nvidia-smi compute-policy --set-timeslice``."""
-        return list(TimeSliceInterval).index(self)
-
-
-@dataclass(frozen=True)
-class TimeSlicing:
-    interval: TimeSliceInterval = TimeSliceInterval.DEFAULT
-
-
-@dataclass(frozen=True)
-class MPS:
-    """Limits the MPS control daemon gives each client; None leaves the CUDA default (no limit)."""
-
-    default_active_thread_percentage: int | None = None
-    default_pinned_device_memory_limit: Quantity | None = None
-
-
-type Sharing = TimeSlicing | MPS
+# The sharing settings are each strategy's (domain/config/time_slicing.py, mps_sharing.py); which
+# strategies a kind's config may name is the registry's (domain/config/features.py).
+type Sharing = SharingConfig
 
 
 @dataclass(frozen=True)
@@ -103,7 +78,7 @@ class GPUConfig:
 
 @dataclass(frozen=True)
 class MIGConfig:
-    sharing: MPS | None = None
+    sharing: Sharing | None = None
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from deckhouse_gpu.domain.config.mps_sharing import MPS, MPS_SHARING
 from deckhouse_gpu.domain.config.opaque_types import API_VERSION as CONFIG_API_VERSION
 from deckhouse_gpu.domain.config.opaque_types import GPU_KIND, VFIO_KIND
+from deckhouse_gpu.domain.config.time_slicing import TIME_SLICING, TimeSliceInterval, TimeSlicing
 from deckhouse_gpu.domain.gpuclass import API_VERSION, KIND
 from deckhouse_gpu.domain.gpuclass.spec import DeviceKind, GpuClassSpec, Strategy
 
@@ -93,9 +95,10 @@ def opaque_config(spec: GpuClassSpec) -> list[Object]:
     elif spec.sharing is not None:
         sharing: Object = {"strategy": spec.sharing.strategy.value}
         if spec.sharing.strategy is Strategy.TIME_SLICING and spec.sharing.interval:
-            sharing["timeSlicing"] = {"interval": spec.sharing.interval}
+            interval = TimeSliceInterval(spec.sharing.interval)
+            sharing[TIME_SLICING.field] = TIME_SLICING.write(TimeSlicing(interval))
         if spec.sharing.strategy is Strategy.MPS and spec.sharing.share_percent is not None:
-            sharing["mps"] = {"defaultActiveThreadPercentage": spec.sharing.share_percent}
+            sharing[MPS_SHARING.field] = MPS_SHARING.write(MPS(spec.sharing.share_percent))
         parameters = {"apiVersion": CONFIG_API_VERSION, "kind": GPU_KIND, "sharing": sharing}
     if parameters is None:
         return []

@@ -18,6 +18,7 @@ from typing import Any
 
 from deckhouse_gpu.domain.apimachinery.label_selector import Selector, parse_selector
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity
+from deckhouse_gpu.domain.config import mps_sharing, time_slicing
 
 
 class DeviceKind(StrEnum):
@@ -27,11 +28,13 @@ class DeviceKind(StrEnum):
 
 
 class Strategy(StrEnum):
-    TIME_SLICING = "TimeSlicing"
-    MPS = "MPS"
+    """The strategies a class may ask for: those of the registry (domain/config/features.py)."""
+
+    TIME_SLICING = time_slicing.NAME
+    MPS = mps_sharing.NAME
 
 
-INTERVALS = ("Default", "Short", "Medium", "Long")
+INTERVALS = tuple(time_slicing.TimeSliceInterval)
 MAX_MODELS = 32
 # The driver's attribute values are at most 64 bytes (docs/DRA.md, "Attributes").
 _ATTRIBUTE_TEXT = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.+ ]{0,63}")
@@ -215,7 +218,7 @@ def _sharing(raw: Any, kind: DeviceKind | None, problems: list[str]) -> Sharing 
     try:
         strategy = Strategy(str(raw.get("strategy")))
     except ValueError:
-        problems.append(f"spec.sharing.strategy: {raw.get('strategy')!r} is not TimeSlicing or MPS")
+        problems.append(f"spec.sharing.strategy: {raw.get('strategy')!r} is not {' or '.join(Strategy)}")
         return None
     percent, interval = raw.get("sharePercent"), raw.get("interval")
     if percent is not None:

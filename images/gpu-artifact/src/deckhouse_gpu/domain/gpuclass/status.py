@@ -107,7 +107,7 @@ class PluginConflict:
 
 def plugin_conflict(resource: str, nodes: Iterable[str]) -> PluginConflict:
     """The scheduler sends a Pod asking for ``resource`` to the device plugin on a node whose
-    kubelet has it allocatable (DESIGN.md F5): this class's devices there never serve such Pods."""
+    kubelet has it allocatable (KUBERNETES-FACTS.md F5): this class's devices there never serve such Pods."""
     names = sorted(nodes)
     if not names:
         return PluginConflict(

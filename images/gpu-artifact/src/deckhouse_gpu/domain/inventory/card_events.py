@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deckhouse_gpu.domain.inventory import hardware_health as health
+from deckhouse_gpu.domain.inventory.device_health import TAINT_KEY
 from deckhouse_gpu.domain.inventory.pci import driver_type
 from deckhouse_gpu.domain.inventory.physicalgpu import ConditionStatus, DriverType
-from deckhouse_gpu.domain.offers.device_taints import TAINT_KEY
 
 NORMAL, WARNING = "Normal", "Warning"
 DRIVER_CHANGED = "PhysicalGPUDriverChanged"

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The health of every device of the node as the kubelet shows it in Pod status (DESIGN.md F6.3).
+"""The health of every device of the node as the kubelet shows it in Pod status (KUBERNETES-FACTS.md F6.3).
 
 Pure: PhysicalGPU objects in, one entry per device name out. A card's devices are every name the
 scheduler may have allocated it under: its Physical offer (a shared offer has the same name) and
@@ -26,13 +26,16 @@ from typing import Any, Literal
 
 from deckhouse_gpu.domain.inventory import conditions
 from deckhouse_gpu.domain.inventory.hardware_health import REASON_QUERY_FAILED
-from deckhouse_gpu.domain.inventory.physicalgpu import HARDWARE_HEALTHY
-from deckhouse_gpu.domain.offers.model import mig_name, physical_name
+from deckhouse_gpu.domain.inventory.physicalgpu import GROUP, HARDWARE_HEALTHY
+from deckhouse_gpu.domain.naming import mig_name, physical_name
 
 type Health = Literal["Healthy", "Unhealthy", "Unknown"]
 HEALTHY: Health = "Healthy"
 UNHEALTHY: Health = "Unhealthy"
 UNKNOWN: Health = "Unknown"
+# The device taint an unhealthy card's offers carry (domain/offers/device_taints.py); here, below
+# the offers, because inventory's events name it too.
+TAINT_KEY = f"{GROUP}/unhealthy"
 # The kubelet keeps 1024 characters of a message and marks the cut with "..."; cut here the same way.
 MAX_MESSAGE = 1024
 

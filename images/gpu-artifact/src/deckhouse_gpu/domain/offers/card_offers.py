@@ -16,6 +16,7 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     LABEL_VENDOR,
     DriverType,
 )
+from deckhouse_gpu.domain.naming import mig_name, physical_name
 from deckhouse_gpu.domain.offers.counter_layout import Placed, full_capacity, needed, profile_uses, quantity
 from deckhouse_gpu.domain.offers.model import (
     MIG,
@@ -29,8 +30,6 @@ from deckhouse_gpu.domain.offers.model import (
     OfferPolicy,
     RequestPolicy,
     mebibytes,
-    mig_name,
-    physical_name,
 )
 
 EVERY_PROFILE = OfferPolicy()
@@ -96,7 +95,7 @@ def card_facts(
     if pci.get("pcieRoot"):
         facts[f"{STANDARD_DOMAIN}/pcieRoot"] = attribute_text(pci["pcieRoot"])
     numa = pci.get("numaNode")
-    # The standard attribute of KEP-6072 (DESIGN.md F10), an int; left out when unknown: the
+    # The standard attribute of KEP-6072 (KUBERNETES-FACTS.md F10), an int; left out when unknown: the
     # kernel's -1 never reaches the PhysicalGPU, and nothing negative is a NUMA node.
     if type(numa) is int and numa >= 0:
         facts[f"{STANDARD_DOMAIN}/numaNode"] = numa
@@ -113,7 +112,8 @@ def offered_profiles(card: dict[str, Any], policy: OfferPolicy) -> list[dict[str
 
 def counter_set(card: dict[str, Any], policy: OfferPolicy = EVERY_PROFILE) -> CounterSet | None:
     """The card's shared counters; None for a card without MIG offers (no empty sets, DESIGN.md
-    S7.5, F1.2). Only the counters that change what fits (domain/offers/counter_layout.py)."""
+    S7.5, KUBERNETES-FACTS.md F1.2). Only the counters that change what fits
+    (domain/offers/counter_layout.py)."""
     status = card["status"]
     mig = ((status["capabilities"].get("nvidia") or {}).get("mig")) or {}
     offered = offered_profiles(card, policy)

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Health as device taints: an unhealthy card keeps its offers, each tainted (DESIGN.md F1.7, F4.4).
+"""Health as device taints: an unhealthy card keeps its offers, each tainted (KUBERNETES-FACTS.md F1.7, F4.4).
 
 A card whose devices the kubelet shows as Unhealthy (``device_health.card_health``: NVML fails on
 this very card, or ``HardwareHealthy=False``) is offered as it would be healthy, every device with
@@ -27,16 +27,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from deckhouse_gpu.domain.inventory import conditions
-from deckhouse_gpu.domain.inventory.device_health import UNHEALTHY, card_health
+from deckhouse_gpu.domain.inventory.device_health import TAINT_KEY, UNHEALTHY, card_health
 from deckhouse_gpu.domain.inventory.hardware_health import REASON_XID
-from deckhouse_gpu.domain.inventory.physicalgpu import GROUP, HARDWARE_HEALTHY
+from deckhouse_gpu.domain.inventory.physicalgpu import HARDWARE_HEALTHY
 from deckhouse_gpu.domain.inventory.xid import XidClass, classify, xid_of_message
 from deckhouse_gpu.domain.naming import label_value
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode, card_offers, eligible
 from deckhouse_gpu.domain.offers.model import CardOffers, DeviceTaint, OfferPolicy
 from deckhouse_gpu.domain.offers.vfio_offers import offered
 
-TAINT_KEY = f"{GROUP}/unhealthy"
 NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "NoExecute"
 # Taint values (label values): why the card is unhealthy.
 GPU_LOST = "GPULost"

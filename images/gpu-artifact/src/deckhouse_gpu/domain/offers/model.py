@@ -11,11 +11,8 @@ its placement's memory slices and what else the set keeps (domain/offers/counter
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
-
-from deckhouse_gpu.domain.naming import pci_address_slug
 
 DRIVER = "gpu.deckhouse.io"
 STANDARD_DOMAIN = "resource.kubernetes.io"
@@ -41,7 +38,10 @@ class Capacity:
 
 @dataclass(frozen=True)
 class DeviceTaint:
-    """A device taint (DESIGN.md F1.7); ``timeAdded`` is the API server's (domain/offers/device_taints.py)."""
+    """A device taint (KUBERNETES-FACTS.md F1.7).
+
+    ``timeAdded`` is the API server's (domain/offers/device_taints.py).
+    """
 
     key: str
     value: str
@@ -92,15 +92,6 @@ class OfferPolicy:
     def offered_profiles(self, device: str) -> frozenset[str] | None:
         """The MIG profiles a card of ``device`` offers here; None: all of them."""
         return next((profiles for name, profiles in self.mig_profiles if name == device), None)
-
-
-def physical_name(address: str) -> str:
-    return f"gpu-{pci_address_slug(address)}"
-
-
-def mig_name(address: str, profile: str, start: int) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", profile.lower()).strip("-")
-    return f"{physical_name(address)}-mig-{slug}-{start}"
 
 
 _BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")

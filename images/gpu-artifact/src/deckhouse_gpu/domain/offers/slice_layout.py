@@ -6,7 +6,7 @@
 1.34: a slice per card holding its counter set and its devices (references stay in the slice).
 1.35+: counters-only slices (at most 8 sets each) and devices slices (at most 64 devices when
 they consume counters or have taints, 128 otherwise), all in one pool with one generation. 1.36
-and 1.37 keep the 1.35 rules (DESIGN.md F10); a newer minor is treated as 1.37
+and 1.37 keep the 1.35 rules (KUBERNETES-FACTS.md F10); a newer minor is treated as 1.37
 (domain/kube_versions.py).
 """
 
@@ -18,15 +18,9 @@ from typing import Any
 
 from deckhouse_gpu.domain.inventory.physicalgpu import LABEL_NODE
 from deckhouse_gpu.domain.kube_versions import known_minor
-from deckhouse_gpu.domain.naming import label_value, pci_address_slug
+from deckhouse_gpu.domain.naming import label_value, pci_address_slug, physical_name
 from deckhouse_gpu.domain.offers.device_taints import taint_json
-from deckhouse_gpu.domain.offers.model import (
-    DRIVER,
-    CardOffers,
-    CounterSet,
-    Offer,
-    physical_name,
-)
+from deckhouse_gpu.domain.offers.model import DRIVER, CardOffers, CounterSet, Offer
 
 API_VERSION = "resource.k8s.io/v1"
 MAX_DEVICES = 128

@@ -3,11 +3,11 @@
 
 """Checks resource.k8s.io/v1 ResourceSlices (plain JSON dicts) against the rules of Kubernetes 1.34 to 1.37.
 
-``validate_slice`` applies the rules the API server applies to one slice on create (DESIGN.md
+``validate_slice`` applies the rules the API server applies to one slice on create (KUBERNETES-FACTS.md
 F1.1-F1.7), plus a few traps the allocator would hit later.
 ``validate_pool`` adds the rules across the slices of one pool, which no API server checks: the
 allocator and the kubelet plugin's publisher refuse such a pool instead. ``minor`` is the
-Kubernetes minor version; 1.36 and 1.37 keep the 1.35 rules (DESIGN.md F10), and a minor newer than
+Kubernetes minor version; 1.36 and 1.37 keep the 1.35 rules (KUBERNETES-FACTS.md F10), and a minor newer than
 the newest known one is treated as it (domain/kube_versions.py).
 
 A Problem names a JSON path and the broken rule, e.g. ``spec.devices[3].name: "Gpu-1" is not a

@@ -4,7 +4,7 @@
 """Quantities and device capacity, with the consumable-capacity requestPolicy rules.
 
 ``parse_quantity`` is public so other code reads quantities the way the API server does. The
-requestPolicy rules are those of DESIGN.md F1.5 (1.35 validation).
+requestPolicy rules are those of KUBERNETES-FACTS.md F1.5 (1.35 validation).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 """ResourceSlice rules for one device (spec.devices[i]); slice_rules.py runs them per device.
 
-Sources: DESIGN.md F1.1-F1.7, F10. ``minor`` is 34 or 35 (35 stands for 1.36, 1.37 and every later
+Sources: KUBERNETES-FACTS.md F1.1-F1.7, F10. ``minor`` is 34 or 35 (35 stands for 1.36, 1.37 and every later
 release as well). 1.36 adds list-valued attributes behind an alpha gate (DRAListTypeAttributes, off
 by default); the driver publishes none, and a value that is not exactly one of int, bool, string
 and version is refused here on every version.

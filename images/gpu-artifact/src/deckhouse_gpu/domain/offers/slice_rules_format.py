@@ -5,7 +5,7 @@
 
 Each check appends Problems instead of raising, so one pass reports everything that is wrong.
 The formats follow the Kubernetes 1.35 validation code as summarized in
-DESIGN.md F1.2 and F1.3.
+KUBERNETES-FACTS.md F1.2 and F1.3.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from deckhouse_gpu.domain.inventory.physicalgpu import LABEL_DEVICE, LABEL_VENDOR, DriverType
+from deckhouse_gpu.domain.naming import physical_name
 from deckhouse_gpu.domain.offers.card_offers import (
     ActiveMode,
     attribute_text,
@@ -34,7 +35,6 @@ from deckhouse_gpu.domain.offers.model import (
     Offer,
     OfferPolicy,
     mebibytes,
-    physical_name,
 )
 
 VFIO: Literal["VFIO"] = "VFIO"

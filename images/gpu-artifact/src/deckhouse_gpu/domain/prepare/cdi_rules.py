@@ -3,7 +3,7 @@
 
 """Checks a CDI spec (a plain JSON dict) the way a container runtime's CDI library would load it.
 
-The rules are CDI v1.1.0 as summarized in DESIGN.md F7, plus
+The rules are CDI v1.1.0 as summarized in KUBERNETES-FACTS.md F7, plus
 the library's default validator: known ``cdiVersion`` no older than 0.3.0 and covering every
 feature used, ``vendor/class`` kind, device names, at least one device, non-empty device edits,
 no unknown fields (the library decodes strictly, so a typo makes the whole file unloadable),

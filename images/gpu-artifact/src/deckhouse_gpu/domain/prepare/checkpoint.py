@@ -22,7 +22,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.attribution import ClaimAttribution, attribution_from_json, attribution_json
 from deckhouse_gpu.domain.prepare.checkpoint_fields import (
     CorruptCheckpoint,
@@ -54,7 +55,7 @@ CHECKSUM_PREFIX = "sha256:"
 
 type State = Literal["PrepareStarted", "PrepareCompleted"]
 STATES: tuple[State, ...] = ("PrepareStarted", "PrepareCompleted")
-SHARING_STRATEGIES = ("TimeSlicing", "MPS")
+SHARING_STRATEGIES = features.names()
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+from deckhouse_gpu.domain.config.mps_sharing import MPS_SHARING
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 
@@ -99,7 +100,7 @@ def wanted_daemons(entries: Iterable[ClaimEntry], node: str, plugin_dir: str) ->
     wanted: dict[str, MpsDaemon] = {}
     for entry in entries:
         for plan in entry.devices:
-            if plan.sharing != "MPS":
+            if plan.sharing != MPS_SHARING.name:
                 continue
             visible = _visible_device(plan, entry)
             if visible is None:
@@ -117,7 +118,7 @@ def mps_cards(entries: Iterable[ClaimEntry]) -> set[str]:
         plan.card
         for entry in entries
         for plan in entry.devices
-        if plan.sharing == "MPS" and plan.kind == "Physical"
+        if plan.sharing == MPS_SHARING.name and plan.kind == "Physical"
     }
 
 
@@ -144,7 +145,7 @@ def one_daemon_per_claim(plans: Iterable[DevicePlan]) -> str | None:
 
     A CUDA process talks to one MPS daemon, and CDI merges env by name, so two daemons' pipe
     directories in one container would silently hide one of them."""
-    units = sorted({unit_of(plan) for plan in plans if plan.sharing == "MPS"})
+    units = sorted({unit_of(plan) for plan in plans if plan.sharing == MPS_SHARING.name})
     if len(units) > 1:
         return (
             f"the claim asks for MPS on {', '.join(units)}: a container reaches one MPS daemon only; "

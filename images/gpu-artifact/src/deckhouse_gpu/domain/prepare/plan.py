@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from deckhouse_gpu.domain.offers.model import DRIVER, mig_name, physical_name
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.config.opaque_types import DeviceType
+from deckhouse_gpu.domain.naming import mig_name, physical_name
+from deckhouse_gpu.domain.offers.model import DRIVER
 
-type DeviceKind = Literal["Physical", "MIG"]
-KINDS: tuple[DeviceKind, ...] = ("Physical", "MIG")
+type DeviceKind = DeviceType
+KINDS: tuple[DeviceKind, ...] = tuple(features.DEVICE_TYPES)  # the registry's (DESIGN.md D20)
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class DevicePlan:
     uuid: str | None = None  # Physical: the card's UUID (an MPS daemon's CUDA_VISIBLE_DEVICES)
     # Filled by prepare from the device's config (domain/prepare/sharing.py); the checkpoint keeps
     # them, so what a card must be set to is known from the checkpoint alone.
-    sharing: str | None = None  # "TimeSlicing" | "MPS"
+    sharing: str | None = None  # a strategy of the registry (domain/config/features.py)
     time_slice: str | None = None
     mps_threads: int | None = None
     mps_memory_mib: int | None = None

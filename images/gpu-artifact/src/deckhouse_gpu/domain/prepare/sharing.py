@@ -24,21 +24,16 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any
 
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
-from deckhouse_gpu.domain.config.opaque_types import (
-    MPS,
-    DeviceConfig,
-    GPUConfig,
-    MIGConfig,
-    TimeSliceInterval,
-    TimeSlicing,
-)
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.config.mps_sharing import MPS, MPS_SHARING
+from deckhouse_gpu.domain.config.opaque_types import DeviceConfig
+from deckhouse_gpu.domain.config.time_slicing import TIME_SLICING, TimeSliceInterval, TimeSlicing
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 
-type Strategy = Literal["TimeSlicing", "MPS"]
 MEBIBYTE = 1024 * 1024
 
 
@@ -50,7 +45,7 @@ class SharingRefused(ValueError):
 class DeviceSharing:
     """The sharing of one prepared device, as prepare applies it (limits already resolved)."""
 
-    strategy: Strategy
+    strategy: str  # a name of the registry (domain/config/features.py)
     time_slice: TimeSliceInterval | None = None  # TimeSlicing only
     mps_thread_percentage: int | None = None  # MPS only; None: no limit
     mps_memory_limit_mib: int | None = None  # MPS only; None: no limit
@@ -112,7 +107,7 @@ def _mps(config: MPS, share: Fraction | None, memory_mib: int | None, asked_mib:
         raise SharingRefused(
             f"mps.defaultPinnedDeviceMemoryLimit {memory}Mi is above the device's memory ({memory_mib}Mi)"
         )
-    return DeviceSharing("MPS", mps_thread_percentage=threads, mps_memory_limit_mib=memory)
+    return DeviceSharing(MPS_SHARING.name, mps_thread_percentage=threads, mps_memory_limit_mib=memory)
 
 
 def device_sharing(
@@ -124,9 +119,9 @@ def device_sharing(
     the device's memory (a card's, or a MIG instance's), ``asked_mib`` the memory a share consumed
     from the card's ``memory`` capacity (None: none).
     """
-    sharing = config.sharing if isinstance(config, GPUConfig | MIGConfig) else None
+    sharing = features.sharing_of(config)
     if isinstance(sharing, TimeSlicing):
-        return DeviceSharing("TimeSlicing", time_slice=sharing.interval)
+        return DeviceSharing(TIME_SLICING.name, time_slice=sharing.interval)
     if isinstance(sharing, MPS):
         return _mps(sharing, share, memory_mib, asked_mib)
     return None
@@ -134,12 +129,12 @@ def device_sharing(
 
 def sharing_of(plan: DevicePlan) -> DeviceSharing | None:
     """The sharing a plan carries (as the checkpoint stores it)."""
-    if plan.sharing == "TimeSlicing":
+    if plan.sharing == TIME_SLICING.name:
         interval = TimeSliceInterval(plan.time_slice or TimeSliceInterval.DEFAULT)
-        return DeviceSharing("TimeSlicing", time_slice=interval)
-    if plan.sharing == "MPS":
+        return DeviceSharing(TIME_SLICING.name, time_slice=interval)
+    if plan.sharing == MPS_SHARING.name:
         return DeviceSharing(
-            "MPS", mps_thread_percentage=plan.mps_threads, mps_memory_limit_mib=plan.mps_memory_mib
+            MPS_SHARING.name, mps_thread_percentage=plan.mps_threads, mps_memory_limit_mib=plan.mps_memory_mib
         )
     return None
 
@@ -147,19 +142,20 @@ def sharing_of(plan: DevicePlan) -> DeviceSharing | None:
 def card_policy(plan: DevicePlan) -> str:
     """What a Physical device asks of its whole card: equal for every share that can coexist."""
     sharing = sharing_of(plan)
-    if sharing is None or sharing.strategy == "TimeSlicing":
-        interval = TimeSliceInterval.DEFAULT if sharing is None else sharing.time_slice
-        return f"TimeSlicing (interval {interval})"
-    return "MPS"
+    if sharing is None:
+        return features.card_policy(None)
+    if sharing.strategy == TIME_SLICING.name:
+        return features.card_policy(TimeSlicing(sharing.time_slice or TimeSliceInterval.DEFAULT))
+    return features.card_policy(MPS())
 
 
 def describe(plan: DevicePlan) -> str:
     sharing = sharing_of(plan)
     if sharing is None:
         return "no sharing config (time-slicing at the default interval)"
-    if sharing.strategy == "TimeSlicing":
-        return f"TimeSlicing with interval {sharing.time_slice}"
-    return "MPS"
+    if sharing.strategy == TIME_SLICING.name:
+        return f"{TIME_SLICING.name} with interval {sharing.time_slice}"
+    return MPS_SHARING.name
 
 
 def sharing_conflicts(uid: str, plans: Iterable[DevicePlan], prepared: Iterable[ClaimEntry]) -> list[str]:

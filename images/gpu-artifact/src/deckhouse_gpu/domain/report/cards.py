@@ -35,8 +35,9 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     LABEL_NODE,
     DriverType,
 )
+from deckhouse_gpu.domain.naming import physical_name
 from deckhouse_gpu.domain.offers.device_taints import describe
-from deckhouse_gpu.domain.offers.model import DRIVER, DeviceTaint, physical_name
+from deckhouse_gpu.domain.offers.model import DRIVER, DeviceTaint
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
 from deckhouse_gpu.domain.report.holders import DeviceKey, claim_ref, result_key, results
 

@@ -5,7 +5,7 @@
 node's device plugins and other owners mean for a Pod asking for an extended resource.
 
 The scheduler leaves an extended resource to DRA only on nodes whose allocatable of it is 0
-(DESIGN.md F5); where a device plugin has it allocatable, the Pod goes to the plugin there, and
+(KUBERNETES-FACTS.md F5); where a device plugin has it allocatable, the Pod goes to the plugin there, and
 what DRA could give on that node does not matter. A node whose cards another owner holds publishes
 nothing of ours (DESIGN.md D16), which the node's verdict should say instead of "no slices".
 """

@@ -4,10 +4,10 @@
 """``kubectl gpu explain``: per node, why a pending Pod's claims do not fit there, and where they do.
 
 The unallocated claims of the Pod are placed together on each node by the module's allocator, with
-the scheduler's semantics (DESIGN.md D1, F4): all of them fit there or none does. Where they do
-not, every device of the node is judged alone by the allocator's own rules (``explain``), and the
-reasons are counted per request, with the claims that hold a device in use or draw from an
-exhausted counter set. Allocated claims of the Pod stay where they are: only nodes their
+the scheduler's semantics (DESIGN.md D1, KUBERNETES-FACTS.md F4): all of them fit there or none
+does. Where they do not, every device of the node is judged alone by the allocator's own rules
+(``explain``), and the reasons are counted per request, with the claims that hold a device in use
+or draw from an exhausted counter set. Allocated claims of the Pod stay where they are: only nodes their
 allocation's node selector matches are tried, and the Pod's node if it is bound to one.
 """
 

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The claims of a Pod, as the scheduler finds them (DESIGN.md F2.2, F2.3).
+"""The claims of a Pod, as the scheduler finds them (KUBERNETES-FACTS.md F2.2, F2.3).
 
 ``spec.resourceClaims`` names each claim directly (``resourceClaimName``) or through a template
 (``resourceClaimTemplateName``), whose generated claim ``status.resourceClaimStatuses`` names once

@@ -1,0 +1,58 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""What a sharing strategy contributes to the opaque config (DESIGN.md D20): the seam each
+strategy module fills, and that domain/config/features.py registers.
+
+A strategy is named once, by its module (``TimeSlicing`` in ``time_slicing``, ``MPS`` in
+``mps_sharing``); everything else asks the registry. Each strategy says under which name a
+config selects it (``sharing.strategy``), which object holds its settings (``sharing.<field>``),
+which device types may use it, how its settings are read strictly and written back, and what it
+asks of the whole card (two shares of one card must ask the same).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class SharingConfig:
+    """The settings of one strategy, as a config's ``sharing`` decodes: each strategy subclasses it."""
+
+
+class FieldReader(Protocol):
+    """What the strict decoder (domain/config/opaque_config.py) lends a strategy to read its object:
+    every problem is collected with its path, not raised at the first."""
+
+    def fail(self, path: str, reason: str) -> None: ...
+
+    def fields(self, value: Any, path: str, owner: str, known: tuple[str, ...]) -> dict[str, Any] | None: ...
+
+    def integer(self, value: Any, path: str, low: int, high: int) -> int | None: ...
+
+
+class SharingStrategy(Protocol):
+    name: str  # the value of sharing.strategy (and of a GPUClass's spec.sharing.strategy)
+    field: str  # the object under sharing that holds its settings
+    nvidia_field: str  # NVIDIA's name of that object, named in the hint when a config copies it
+    device_types: tuple[str, ...]  # the offer types (deviceType) whose config may ask for it
+    config: type[SharingConfig]  # what ``read`` returns
+
+    def refusal(self, device_type: str) -> str:
+        """Why a config of another device type may not ask for it, and what to use instead."""
+        ...
+
+    def read(self, reader: FieldReader, value: Any, path: str) -> SharingConfig:
+        """Its settings from ``value`` (None: left out, the defaults), problems told to ``reader``."""
+        ...
+
+    def write(self, config: SharingConfig) -> dict[str, Any]:
+        """The settings' object in the canonical spelling: ``read(write(c)) == c``."""
+        ...
+
+    def card_policy(self, config: SharingConfig) -> str:
+        """What a share with these settings asks of its whole card: equal for shares that can sit
+        on one card (the allocation audit and prepare's guard compare it)."""
+        ...

@@ -1,0 +1,160 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""The registry of sharing strategies (domain/config/features.py, DESIGN.md D20) is the one list:
+what the GPUClass CRD's enum allows, what a GPUClass spec reads, what the opaque config decodes
+for each device type, what the checkpoint accepts and what the example configs show are its names,
+and no module of the package spells a strategy's name outside the strategy's own module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import deckhouse_gpu
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode, encode
+from deckhouse_gpu.domain.config.opaque_types import API_VERSION, DRIVER, ConfigType, kind_of
+from deckhouse_gpu.domain.gpuclass.spec import Strategy
+from deckhouse_gpu.domain.prepare.checkpoint import SHARING_STRATEGIES
+
+ROOT = Path(__file__).resolve().parents[3]
+PACKAGE = Path(deckhouse_gpu.__file__).parent
+STRATEGY_MODULES = {
+    PACKAGE / "domain" / "config" / f"{type(strategy).__module__.rsplit('.', 1)[1]}.py": strategy.name
+    for strategy in features.STRATEGIES
+}
+
+
+def crd_strategies() -> list[list[str]]:
+    """The sharing.strategy enum of every served version of the GPUClass CRD."""
+    crd = yaml.safe_load((ROOT / "crds" / "gpuclass.yaml").read_text())
+    return [
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["sharing"]["properties"][
+            "strategy"
+        ]["enum"]
+        for version in crd["spec"]["versions"]
+    ]
+
+
+def test_the_crd_the_gpuclass_spec_and_the_checkpoint_allow_the_registered_strategies() -> None:
+    names = list(features.names())
+    assert crd_strategies()
+    assert all(enum == names for enum in crd_strategies())
+    assert [member.value for member in Strategy] == names
+    assert tuple(names) == SHARING_STRATEGIES
+
+
+def opaque_parameters(node: Any) -> list[dict[str, Any]]:
+    """Every ``opaque.parameters`` of the driver in a YAML document, however deep."""
+    if isinstance(node, list):
+        return [found for item in node for found in opaque_parameters(item)]
+    if not isinstance(node, dict):
+        return []
+    opaque = node.get("opaque")
+    here = [opaque["parameters"]] if isinstance(opaque, dict) and opaque.get("driver") == DRIVER else []
+    return here + [found for value in node.values() for found in opaque_parameters(value)]
+
+
+def test_the_example_configs_show_every_registered_strategy_and_decode() -> None:
+    examples = ROOT / "docs" / "examples" / "claim-configs.yaml"
+    found = [p for document in yaml.safe_load_all(examples.read_text()) for p in opaque_parameters(document)]
+    shown = {features.strategy_of(s).name for p in found if (s := features.sharing_of(decode(p))) is not None}
+    assert shown == set(features.names())
+
+
+def parameters(kind: str, sharing: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": kind, "sharing": sharing}
+
+
+@pytest.mark.parametrize(("device_type", "config_type"), list(features.DEVICE_TYPES.items()))
+def test_a_config_of_each_device_type_decodes_exactly_the_strategies_registered_for_it(
+    device_type: str, config_type: ConfigType
+) -> None:
+    kind = kind_of(config_type)
+    for strategy in features.STRATEGIES:
+        given = parameters(kind, {"strategy": strategy.name})
+        if device_type in strategy.device_types:
+            config = decode(given)
+            sharing = features.sharing_of(config)
+            assert isinstance(sharing, strategy.config)
+            assert features.strategy_of(sharing) is strategy
+            assert decode(encode(config)) == config
+        else:
+            with pytest.raises(ConfigError) as refused:
+                decode(given)
+            assert str(refused.value) == f"sharing.strategy: {strategy.refusal(device_type)}"
+    allowed = ", ".join(s.name for s in features.strategies_for(device_type))
+    with pytest.raises(ConfigError) as unknown:
+        decode(parameters(kind, {"strategy": "Exclusive"}))
+    assert str(unknown.value) == f'sharing.strategy: "Exclusive" is not one of {allowed}'
+
+
+def test_a_strategys_settings_are_accepted_only_with_that_strategy() -> None:
+    kind = kind_of(features.DEVICE_TYPES["Physical"])
+    for strategy in features.STRATEGIES:
+        for other in features.STRATEGIES:
+            given = parameters(kind, {"strategy": other.name, strategy.field: {}})
+            if other is strategy:
+                assert isinstance(features.sharing_of(decode(given)), strategy.config)
+                continue
+            with pytest.raises(ConfigError) as refused:
+                decode(given)
+            assert f"sharing.{strategy.field}: set only with strategy {strategy.name}" in str(refused.value)
+
+
+def test_nvidias_field_names_get_a_hint_to_ours() -> None:
+    kind = kind_of(features.DEVICE_TYPES["Physical"])
+    for strategy in features.STRATEGIES:
+        with pytest.raises(ConfigError) as refused:
+            decode(parameters(kind, {"strategy": strategy.name, strategy.nvidia_field: {}}))
+        assert f"NVIDIA's {strategy.nvidia_field} is {strategy.field} here" in str(refused.value)
+
+
+def test_shares_without_config_sit_only_beside_the_cards_default() -> None:
+    default = features.card_policy(None)
+    assert default == features.card_policy(features.CARD_DEFAULT)
+    policies = {s.name: s.card_policy(s.read(_Quiet(), None, "")) for s in features.STRATEGIES}
+    assert list(policies.values()).count(default) == 1  # only the default strategy at its defaults
+
+
+class _Quiet:
+    """A reader for a strategy's defaults: nothing to read, so nothing may fail."""
+
+    def fail(self, path: str, reason: str) -> None:
+        raise AssertionError(f"{path}: {reason}")
+
+    def fields(self, value: Any, path: str, owner: str, known: tuple[str, ...]) -> dict[str, Any] | None:
+        return {}
+
+    def integer(self, value: Any, path: str, low: int, high: int) -> int | None:
+        raise AssertionError(path)
+
+
+def spelled_names(path: Path) -> list[tuple[int, str]]:
+    """Every string constant of the module that is exactly a registered strategy's name."""
+    names = set(features.names())
+    tree = ast.parse(path.read_text())
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
+
+
+def test_no_module_spells_a_strategys_name_but_the_strategys_own() -> None:
+    assert set(STRATEGY_MODULES) <= set(PACKAGE.rglob("*.py"))
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "kubelet_gen" in path.parts:
+            continue
+        spelled = [(line, name) for line, name in spelled_names(path) if STRATEGY_MODULES.get(path) != name]
+        if spelled:
+            found[str(path.relative_to(PACKAGE))] = spelled
+    assert found == {}
+    for path, name in STRATEGY_MODULES.items():
+        assert [value for _, value in spelled_names(path)] == [name]  # named once, by its NAME
