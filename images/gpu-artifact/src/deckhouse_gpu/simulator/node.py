@@ -35,6 +35,7 @@ from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync
 from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
 from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.services.other_owner import OwnerBoard
 from deckhouse_gpu.services.prepare import PrepareService
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import TriggerLoop
@@ -168,7 +169,16 @@ def start_components(
         vfio=vfio_side(hapi, name, node.builder.root, node.nvml, clock, node.kernel_event),
         metrics=node.metrics,
     )  # fmt: skip
-    node.prepare.start()
+    # Another owner of the node's cards (DESIGN.md D16), from the Node: a scenario's labelNode with
+    # node-manager's or the GPU operator's label holds them. Processes are not looked at here, since
+    # setBusy stands for processes of the VM scenarios' own claims.
+    handler.owners = OwnerBoard(
+        hapi, name, handler_events, clock, written=capabilities.written_versions.append
+    )
+    prepare = node.prepare
+    prepare.holds = handler.owners.held
+    handler.prepared_claims = lambda: list(prepare.claim_names)
+    prepare.start()
     node.loops = [agent, handler]
     node.xid_watcher.start(node.stop)
     for loop in node.loops:
