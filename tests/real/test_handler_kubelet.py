@@ -25,13 +25,13 @@ from tests.real.handler_world import (
     CARD_A,
     CARD_B,
     DRIVER,
-    MPS_NAMESPACE,
     VFIO_CLASS,
     WHOLE_A,
     WHOLE_B,
     HandlerNode,
     handler_node,
 )
+from tests.real.sharing_checks import assert_shared_on_the_host, assert_unshared_on_the_host
 
 MIG_1G = "gpu-a30-mig-1g.6gb"
 ON_CARD_A = f'device.attributes["{DRIVER}"].pciAddress == "{CARD_A}"'
@@ -169,13 +169,11 @@ def test_an_mps_share_and_a_time_sliced_share_run_on_a_sharing_node(node: Handle
         node.wait_running("ts")
         assert prepared(node, mps)
         assert prepared(node, timesliced)
+        assert_shared_on_the_host(node, mps, timesliced)
 
         # The MPS control daemon is a Pod of its own on this node, run by the real kubelet.
         def daemon_run_by_the_kubelet() -> dict[str, Any] | None:
-            daemons = node.cluster.request(
-                "GET", f"/api/v1/namespaces/{MPS_NAMESPACE}/pods?labelSelector=app%3Dgpu-mps"
-            )["items"]
-            (daemon,) = [d for d in daemons if d["spec"]["nodeName"] == node.node]
+            (daemon,) = node.mps_daemons()
             status = daemon["status"]
             # A container ID comes from the container runtime: the real kubelet ran the Pod.
             started = [c for c in status.get("containerStatuses") or [] if c.get("containerID")]
@@ -186,6 +184,7 @@ def test_an_mps_share_and_a_time_sliced_share_run_on_a_sharing_node(node: Handle
         node.delete_pod("mps")
         node.delete_pod("ts")
         node.wait(lambda: node.checkpoint() == {}, 30, "both shares unprepared")
+        assert_unshared_on_the_host(node, mps, timesliced)
         node.delete_claim("mps")
         node.delete_claim("ts")
     finally:
