@@ -41,10 +41,11 @@ def assert_shared_on_the_host(node: HandlerNode, mps: dict[str, Any], timesliced
     exclusive-process mode at the default interval, card B (time-sliced, Medium) in default mode;
     the MPS share's CDI spec with its limits, the time-sliced one's with none."""
     settings = node.card_settings()
-    assert settings.compute_mode(CARD_A) == ComputeMode.EXCLUSIVE_PROCESS
-    assert settings.time_slice(CARD_A) == TimeSliceInterval.DEFAULT
-    assert settings.compute_mode(CARD_B) == ComputeMode.DEFAULT
-    assert settings.time_slice(CARD_B) == TimeSliceInterval.MEDIUM
+    found = {card: (settings.compute_mode(card), settings.time_slice(card)) for card in (CARD_A, CARD_B)}
+    assert found == {
+        CARD_A: (ComputeMode.EXCLUSIVE_PROCESS, TimeSliceInterval.DEFAULT),
+        CARD_B: (ComputeMode.DEFAULT, TimeSliceInterval.MEDIUM),
+    }, f"the cards' settings on the host: {found}"
     assert_mps_client(node, mps, WHOLE_A, 50)
     sliced = node.cdi_edits(timesliced)
     assert not [e for e in sliced.get("env") or [] if e.startswith("CUDA_MPS_")], sliced
@@ -55,7 +56,7 @@ def assert_unshared_on_the_host(node: HandlerNode, *claims: dict[str, Any]) -> N
     """After unprepare: the MPS daemon Pod is gone, both cards back at their defaults, no spec left."""
     node.wait(lambda: node.mps_daemons() == [], 60, "the MPS daemon Pod gone")
     settings = node.card_settings()
-    for card in (CARD_A, CARD_B):
-        assert settings.compute_mode(card) == ComputeMode.DEFAULT, card
-        assert settings.time_slice(card) == TimeSliceInterval.DEFAULT, card
+    found = {card: (settings.compute_mode(card), settings.time_slice(card)) for card in (CARD_A, CARD_B)}
+    defaults = (ComputeMode.DEFAULT, TimeSliceInterval.DEFAULT)
+    assert found == dict.fromkeys((CARD_A, CARD_B), defaults), f"the cards' settings on the host: {found}"
     assert [c["metadata"]["name"] for c in claims if node.cdi_spec(c) is not None] == []
