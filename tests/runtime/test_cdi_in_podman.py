@@ -64,15 +64,16 @@ def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Started]:
     patch.setenv(driver_tree.NODES_ENV, "mknod")
     try:
         node = build_node(root)
-        claims, ids = {}, {}
-        for kind, claim in allocate_claims(node.api).items():
-            claims[kind], ids[kind] = node.prepare(claim)
+        claims: dict[str, ClaimRef] = {}
+        ids: dict[str, tuple[str, ...]] = {}
+        for kind, allocated in allocate_claims(node.api).items():
+            claims[kind], ids[kind] = node.prepare(allocated)
         podman = Podman(root / "podman", node.cdi_dir)
         podman.import_image()
         containers = {kind: podman.run(kind, *ids[kind]) for kind in claims}
         yield Started(node, claims, containers)
-        for claim in claims.values():  # what the kubelet does when the Pods go
-            assert node.service.unprepare([claim])[claim.uid] == ""
+        for ref in claims.values():  # what the kubelet does when the Pods go
+            assert node.service.unprepare([ref])[ref.uid] == ""
     finally:
         patch.undo()
 
