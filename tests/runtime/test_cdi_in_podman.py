@@ -30,7 +30,7 @@ from deckhouse_gpu.domain.prepare.mps import PIPE_IN_CONTAINER, SHM_IN_CONTAINER
 from deckhouse_gpu.domain.prepare.vfio_payload import CONTAINER_DIR
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from testkit.podman_cdi import Container, Podman, RuntimeUnavailable, check_available
-from tests.runtime.cdi_world import CARDS, CdiNode, allocate_claims, build_node
+from tests.runtime.cdi_world import CARDS, CdiNode, allocate_claims, build_node, offer
 
 CONTROL = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
 LIBCUDA = f"/{driver_tree.LIB_DIR}/libcuda.so.{driver_tree.DRIVER_VERSION}"
@@ -104,9 +104,14 @@ def assert_no_sharing(container: Container) -> None:
     assert PIPE_IN_CONTAINER not in container.mounts
 
 
-def test_a_whole_card_gets_its_node_the_control_nodes_and_the_driver(started: Started) -> None:
-    node, container = started.node, started.containers["whole"]
-    assert gpu_nodes(container) == host_nodes(node, card_node(CARDS[0]), *CONTROL)
+@pytest.mark.parametrize(("kind", "card"), [("whole", CARDS[0]), ("time-sliced", CARDS[3])])
+def test_a_whole_card_or_a_time_sliced_share_gets_its_node_and_the_driver(
+    started: Started, kind: str, card: str
+) -> None:
+    """Its card's node, the control nodes and the driver's files; a time-sliced share no MPS
+    settings (its interval is a setting of the card, not of the container)."""
+    node, container = started.node, started.containers[kind]
+    assert gpu_nodes(container) == host_nodes(node, card_node(card), *CONTROL)
     assert_driver_files(node, container)
     assert_no_sharing(container)
 
@@ -134,16 +139,9 @@ def test_an_mps_share_is_a_client_of_its_cards_daemon_with_its_limits(started: S
     device, limit = env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"].split("=")
     assert device.startswith("GPU-")
     assert limit == f"{24576 // 2}M"
-    unit = node.plugin_dir / "mps" / "gpu-0000-4b-00-0"
+    unit = node.plugin_dir / "mps" / offer(card)  # the daemon of the card's unit
     for inside, host in ((PIPE_IN_CONTAINER, unit / "pipe"), (SHM_IN_CONTAINER, unit / "shm")):
         assert str(host).endswith(container.mounts[inside]), (inside, container.mounts.get(inside))
-
-
-def test_a_time_sliced_share_gets_its_card_and_no_mps_settings(started: Started) -> None:
-    node, container = started.node, started.containers["time-sliced"]
-    assert gpu_nodes(container) == host_nodes(node, card_node(CARDS[3]), *CONTROL)
-    assert_driver_files(node, container)
-    assert_no_sharing(container)
 
 
 def test_a_vfio_card_gets_its_vfio_nodes_and_payload_and_nothing_of_the_driver(started: Started) -> None:
