@@ -268,8 +268,11 @@ def test_a_pod_on_a_lost_card_is_evicted_unless_it_tolerates_the_taint(node: Han
             return reason == "gone"
 
         node.wait(evicted, 90, "the intolerant Pod evicted by the controller-manager")
-        # Seen while it was being deleted, unless it went between two looks.
+        # Seen while it was being deleted, unless it went between two looks; and in its events,
+        # which outlive it: the device taint eviction controller did it.
         assert set(reasons) <= {"DeletionByDeviceTaintManager", "gone"}, reasons
+        events = node.events("intolerant")
+        assert "DeviceTaintManagerEviction" in {reason for reason, _ in events}, events
         node.wait(lambda: intolerant["metadata"]["uid"] not in node.checkpoint(), 30, "its claim unprepared")
         # The tolerant Pod stays, on its lost card, for as long as it wants.
         pod = node.get_pod("tolerant")
