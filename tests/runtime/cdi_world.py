@@ -7,7 +7,7 @@ Five A30s on a bare-metal host under the test's folder, each in an IOMMU group o
 ``GPU_SIM_DEVICE_NODES=mknod``: the simulated driver's device nodes (/dev/nvidia*, the MIG
 capability nodes, /dev/vfio/*) are character devices, so discovery finds their numbers and the
 runtime creates them in a container without looking at the machine's own /dev. gpu-handler's
-prepare service is built from ``gpu-handler run`` arguments exactly as the process builds it
+prepare service is built from ``gpu-handler-sim run`` arguments exactly as the process builds it
 (``plugin_wiring.build_prepare``), on the in-memory API server, with the paths as the host sees
 them pointing into the test's folder:
 - the driver root as the host sees it (``--host-driver-root``) is the simulated host root, where
@@ -30,13 +30,14 @@ from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.adapters.sim import driver_tree
 from deckhouse_gpu.adapters.sim.gpu_catalog import OTHER_DEVICES
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.cmd import handler, handler_wiring
+from deckhouse_gpu.cmd import handler_wiring
 from deckhouse_gpu.cmd.plugin_wiring import build_prepare
 from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
 from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.simulator import gpu_handler as gpu_handler_sim
 from testkit.gpu_objects import ready_card
 from testkit.prepare_world import allocate, allocate_share
 from testkit.vfio_world import VFIO_DEVICE_CONFIG, allocate_vfio
@@ -116,7 +117,7 @@ def build_node(root: Path) -> CdiNode:
         status["nodeInfo"] = {"nodeName": NODE, "bareMetal": True}  # as gpu-node-agent reads DMI
         api.create(PHYSICAL_GPUS, obj)
         api.patch(PHYSICAL_GPUS, obj["metadata"]["name"], {"status": status}, subresource="status")
-    args = handler.parse_args(
+    args = gpu_handler_sim.parse_args(
         ["run", "--node-name", NODE, "--kubeconfig", str(root / "unused-kubeconfig"),
          "--nvml-sim", ",".join(["a30"] * len(CARDS)), "--host-root", str(root / "host"),
          "--host-driver-root", str(root / "host"), "--cdi-root", "/etc/cdi",
