@@ -66,7 +66,7 @@ class Webhook:
         port = free_port()
         self.controller: Component = start(
             "gpu-dra-controller",
-            "dra_controller",
+            "deckhouse_gpu.cmd.dra_controller",
             ["run", "--kubeconfig", str(cluster.admin_kubeconfig), "--no-leader-elect",
              "--namespace", self.namespace, f"--webhook-address=127.0.0.1:{port}",
              "--tls-cert-file", str(served.crt), "--tls-key-file", str(served.key)],
