@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.domain.config.opaque_types import TimeSliceInterval
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.mps import PIPE_IN_CONTAINER, SHM_IN_CONTAINER
 from deckhouse_gpu.ports.sharing import ComputeMode
 from tests.real.handler_world import CARD_A, CARD_B, WHOLE_A, HandlerNode
