@@ -60,7 +60,13 @@ $(KUBE_ASSETS_STAMP): tools/fetch-kube-assets | $(VENV)/.installed
 	PYTHON=$(PY) tools/fetch-kube-assets $(SHARED_K8S)
 	touch $@
 
-unit: venv $(PROMTOOL) $(PROMETHEUS) $(GRPC_GO_KUBELET) $(KUBE_ASSETS_STAMP)
+# Podman, runc and busybox-static for the container-runtime tier (tests/runtime): a few
+# `command -v` when they are there, so it runs every time instead of leaving a stamp.
+.PHONY: runtime-tools
+runtime-tools:
+	tools/install-podman
+
+unit: venv $(PROMTOOL) $(PROMETHEUS) $(GRPC_GO_KUBELET) $(KUBE_ASSETS_STAMP) runtime-tools
 	$(PY) -m pytest -q
 
 # The real-cluster tier alone: make real-tier (KUBE_ASSETS=DIR to use your own binaries).

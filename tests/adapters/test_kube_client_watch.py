@@ -18,17 +18,19 @@ from tests.support.kube_client_fixtures import gpu, last, write_kubeconfig
 
 # The shared fixtures, bound here so that pytest finds them for this module's tests.
 server, kube = kube_client_fixtures.server, kube_client_fixtures.kube
+# Long, so that "delivered before the watch ended" needs no tight clock on a busy machine.
+WATCH_SECONDS = 30
 
 
 def test_watch_streams_live_events(kube, server):
     server.kube.create(PHYSICAL_GPUS, gpu("old", {"vendor": "nvidia"}))
     start = kube.list(PHYSICAL_GPUS).resource_version
-    events = kube.watch(PHYSICAL_GPUS, start, label_selector="vendor=nvidia", timeout_seconds=5)
+    events = kube.watch(PHYSICAL_GPUS, start, label_selector="vendor=nvidia", timeout_seconds=WATCH_SECONDS)
     sent = last(server)
     assert sent.query == {
         "watch": "true",
         "resourceVersion": start,
-        "timeoutSeconds": "5",
+        "timeoutSeconds": str(WATCH_SECONDS),
         "allowWatchBookmarks": "false",
         "labelSelector": "vendor=nvidia",
     }
@@ -38,7 +40,8 @@ def test_watch_streams_live_events(kube, server):
     server.kube.patch(PHYSICAL_GPUS, "gpu-a", {"spec": {"index": 1}})
     server.kube.delete(PHYSICAL_GPUS, "gpu-a")
     received = [next(events) for _ in range(3)]
-    assert time.monotonic() - began < 2  # delivered as they happened, not at the timeout
+    # Delivered as they happened: events held back to the watch's end would come after its timeout.
+    assert time.monotonic() - began < WATCH_SECONDS / 2
     assert [(e.type, e.object["metadata"]["name"]) for e in received] == [
         ("ADDED", "gpu-a"),
         ("MODIFIED", "gpu-a"),
@@ -56,12 +59,12 @@ def test_watch_ends_at_the_servers_timeout(kube, server):
 
 def test_watch_over_a_connection_close_stream(tmp_path):
     with FakeApiServer(chunked=False) as server:
-        kube = load_kube(write_kubeconfig(tmp_path, server.url), read_timeout=5)
-        events = kube.watch(NODES, server.kube.resource_version, timeout_seconds=5)
+        kube = load_kube(write_kubeconfig(tmp_path, server.url), read_timeout=WATCH_SECONDS)
+        events = kube.watch(NODES, server.kube.resource_version, timeout_seconds=WATCH_SECONDS)
         began = time.monotonic()
         server.kube.create(NODES, {"metadata": {"name": "node-a"}})
         event = next(events)
-        assert time.monotonic() - began < 2
+        assert time.monotonic() - began < WATCH_SECONDS / 2
         assert (event.type, event.object["metadata"]["name"]) == ("ADDED", "node-a")
         kube.close()
 

@@ -112,7 +112,8 @@ def test_watch_blocks_for_live_events_until_the_timeout(kube):
     assert event.type == "MODIFIED"
     assert received.get(timeout=3) is None  # the iterator ends at the timeout
     consumer.join(timeout=1)
-    assert 0.9 <= time.monotonic() - began < 2.5
+    # It ended at its timeout, not before (that it ended at all is the None above).
+    assert time.monotonic() - began >= 0.9
 
 
 def test_watch_from_a_compacted_resource_version_expires():

@@ -36,13 +36,16 @@ def test_an_injected_xid_reaches_each_set_that_watches_the_card():
     assert sim.inject_xid(T4, 79) == 0  # nobody watches it any more: lost, as in NVML
 
 
+WAIT = 60.0
+
+
 def test_a_wait_wakes_when_the_xid_comes():
     sim = nvml()
     subscription = sim.open_xid_events([A30])
     threading.Timer(0.05, sim.inject_xid, (A30, 79)).start()
     started = time.monotonic()
-    assert subscription.wait(5) == XidEvent(A30, 79)
-    assert time.monotonic() - started < 2
+    assert subscription.wait(WAIT) == XidEvent(A30, 79)
+    assert time.monotonic() - started < WAIT / 2  # woken by the event, not at the end of the wait
 
 
 def test_lost_unknown_and_unsupported_cards_are_not_registered():

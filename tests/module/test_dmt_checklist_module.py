@@ -8,6 +8,7 @@ rules. Each test names the dmt source it follows (repository deckhouse/dmt).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -141,17 +142,43 @@ def test_no_legacy_release_file_and_no_enabled_script() -> None:
     assert not enabled.exists() or not enabled.read_text().strip(), "the enabled script is deprecated"
 
 
-def test_conversions_are_sequential_and_described() -> None:
+def conversion_problems(openapi: Path) -> list[str]:
+    """What dmt's conversions rule would say of an openapi folder: config-values.yaml's
+    ``x-config-version`` N (1 when absent) needs exactly openapi/conversions/v2.yaml .. vN.yaml,
+    each with an English and a Russian description; version 1 needs none."""
+    values = load_yaml(openapi / "config-values.yaml") if (openapi / "config-values.yaml").exists() else {}
+    version = int((values or {}).get("x-config-version", 1))
+    folder = openapi / "conversions"
+    found = sorted(int(p.stem[1:]) for p in folder.glob("v*.yaml")) if folder.exists() else []
+    problems = []
+    if found != list(range(2, version + 1)):
+        problems.append(f"x-config-version {version} needs conversions v2..v{version}, found {found}")
+    for number in found:
+        description = (load_yaml(folder / f"v{number}.yaml") or {}).get("description") or {}
+        problems += [
+            f"v{number}.yaml: no {lang} description" for lang in ("en", "ru") if not description.get(lang)
+        ]
+    return problems
+
+
+def test_conversions_match_the_config_version() -> None:
     # pkg/linters/module/rules/conversions.go: openapi/conversions/v2.yaml .. vN.yaml
-    folder = ROOT / "openapi" / "conversions"
-    if not folder.exists():
-        return
-    numbers = sorted(int(p.stem[1:]) for p in folder.glob("v*.yaml"))
-    assert numbers == list(range(2, len(numbers) + 2)), numbers
-    for number in numbers:
-        conversion = load_yaml(folder / f"v{number}.yaml")
-        assert conversion["description"]["en"], number
-        assert conversion["description"]["ru"], number
+    assert conversion_problems(ROOT / "openapi") == []
+
+
+def test_the_conversions_check_finds_gaps_and_missing_descriptions(tmp_path: Path) -> None:
+    """The check above passes for this module because it has no conversions: it must still be
+    able to fail."""
+    (tmp_path / "config-values.yaml").write_text("x-config-version: 3\ntype: object\n")
+    assert conversion_problems(tmp_path) == ["x-config-version 3 needs conversions v2..v3, found []"]
+    (tmp_path / "conversions").mkdir()
+    (tmp_path / "conversions/v2.yaml").write_text("description:\n  en: Renames a field.\n")
+    (tmp_path / "conversions/v3.yaml").write_text("description:\n  en: Drops a field.\n  ru: Убирает поле.\n")
+    assert conversion_problems(tmp_path) == ["v2.yaml: no ru description"]
+    (tmp_path / "conversions/v3.yaml").rename(tmp_path / "conversions/v4.yaml")
+    assert "found [2, 4]" in conversion_problems(tmp_path)[0]
+    (tmp_path / "config-values.yaml").write_text("type: object\n")
+    assert conversion_problems(tmp_path)[0].startswith("x-config-version 1 needs conversions v2..v1")
 
 
 def top_level_docs() -> list[str]:
@@ -175,16 +202,14 @@ def test_docs_readme_exists_and_every_doc_has_a_russian_twin() -> None:
 def test_docs_front_matter_is_valid_and_has_no_lang_key(name: str) -> None:
     # pkg/linters/docs/rules/frontmatter.go, no_lang_key.go
     text = (ROOT / "docs" / name).read_text()
-    found = re.match(r"---\n(.*?)\n---\n", text, re.DOTALL)
-    if found is None:
-        return
-    front = yaml.safe_load(found.group(1)) or {}
-    assert isinstance(front, dict), name
-    assert "lang" not in front, f"docs/{name}: the language comes from the file name, not `lang`"
     if not name.endswith((".ru.md", "_RU.md")):
-        # pkg/linters/docs/rules/cyrillic_in_english.go
+        # pkg/linters/docs/rules/cyrillic_in_english.go: with front matter or without
         lines = [n for n, line in enumerate(text.splitlines(), 1) if CYRILLIC.search(line)]
         assert not lines, f"docs/{name}: Cyrillic on lines {lines}"
+    found = re.match(r"---\n(.*?)\n---\n", text, re.DOTALL)
+    front = (yaml.safe_load(found.group(1)) or {}) if found is not None else {}  # front matter is optional
+    assert isinstance(front, dict), name
+    assert "lang" not in front, f"docs/{name}: the language comes from the file name, not `lang`"
 
 
 def test_no_cyrillic_outside_russian_files() -> None:

@@ -291,6 +291,9 @@ def slice_orders(slices: Sequence[Mapping[str, Any]], version: str) -> list[list
 class Ours:
     answers: dict[Answer, int]  # answer -> how many slice orders give it
     errors: list[str]
+    # Our own parsing failed on a claim the API server stored: never an agreement, whatever
+    # the scheduler answered (a "no fit" from a crash of ours would hide the bug).
+    crashed: list[str] = field(default_factory=list)
 
 
 def ours(
@@ -317,7 +320,7 @@ def ours(
             parsed = parse_claim(claim, parsed_classes, semantics)
         except Exception as error:
             found.errors.append(f"parse: {error}")
-            found.answers[None] = found.answers.get(None, 0) + 1
+            found.crashed.append(f"{type(error).__name__}: {error}")
             continue
         outcome = allocator.allocate([parsed], Node(node), state)
         if outcome.error:
@@ -366,8 +369,9 @@ def replay(text: str) -> Ours:
 
 def agrees(scheduler: Answer, mine: Ours) -> bool:
     """The scheduler's answer is one our allocator gives for some slice order the scheduler may
-    have used; with one possible order (1.36, or a single slice with devices) it is ours exactly."""
-    return scheduler in mine.answers
+    have used; with one possible order (1.36, or a single slice with devices) it is ours exactly.
+    Our parser failing on the claim is a disagreement, whatever the scheduler said."""
+    return not mine.crashed and scheduler in mine.answers
 
 
 def as_fraction_free(answer: Answer) -> Any:

@@ -39,7 +39,9 @@ import yaml
 
 from deckhouse_gpu.adapters.sim.gpu_catalog import OTHER_DEVICES
 from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
 from deckhouse_gpu.domain.naming import physical_gpu_name
+from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
 from testkit.real_cluster import ApiError, RealCluster
 from testkit.real_kubelet import Kubelet
 
@@ -154,6 +156,30 @@ class HandlerNode:
     def checkpoint(self) -> dict[str, Any]:
         path = self.plugin_dir / "checkpoint.json"
         return dict(json.loads(path.read_text())["claims"]) if path.exists() else {}
+
+    def card_settings(self) -> SimCardSettings:
+        """The simulated cards' sharing settings as the host keeps them (what prepare set on the
+        cards: compute mode, time-slice interval), read from the host root's state file."""
+        return SimCardSettings.under(self.host_root, [CARD_A, CARD_B])
+
+    def cdi_spec(self, claim: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The claim's CDI spec as the handler wrote it for the runtime; None when there is none."""
+        path = self.host_root / "etc/cdi" / claim_spec_file(claim["metadata"]["uid"])
+        return dict(json.loads(path.read_text())) if path.exists() else None
+
+    def cdi_edits(self, claim: Mapping[str, Any]) -> dict[str, Any]:
+        """The container edits of the claim's one device in its CDI spec (its env, mounts, nodes)."""
+        spec = self.cdi_spec(claim)
+        assert spec is not None, f"no CDI spec for {claim['metadata']['name']}\n{self.failure_context()}"
+        (device,) = spec["devices"]
+        return dict(device["containerEdits"])
+
+    def mps_daemons(self) -> list[dict[str, Any]]:
+        """The MPS daemon Pods of this node."""
+        daemons = self.cluster.request(
+            "GET", f"/api/v1/namespaces/{MPS_NAMESPACE}/pods?labelSelector=app%3Dgpu-mps"
+        )["items"]
+        return [d for d in daemons if d["spec"].get("nodeName") == self.node]
 
     def mig_instances(self, address: str) -> list[dict[str, Any]]:
         path = self.host_root / "var/lib/gpu-sim/mig-state.json"

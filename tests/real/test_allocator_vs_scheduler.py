@@ -76,6 +76,12 @@ WORKERS = 6
 # reported and left out; on any other version a crash fails the test.
 CRASHING = ("1.34",)
 CRASH = "scheduler crashed: "
+# A run that compared too little proves little: at least this share of the generated claims must
+# be compared (the rest: known scheduler crashes), and of those at least this share allocated and
+# at least this share refused, so that both sides of the comparison are exercised every run.
+MIN_COMPARED = 0.8
+MIN_ALLOCATED = 0.3
+MIN_UNSCHEDULABLE = 0.05
 
 
 @dataclass
@@ -351,8 +357,11 @@ def test_allocator_agrees_with_the_scheduler(real_cluster: RealCluster, tmp_path
     finally:
         run.cleanup()
     elapsed = time.monotonic() - began
+    generated = sum(len(case.claims) for case in cases)
+    compared = counts["fit"] + counts["no fit"]
     print(
-        f"k8s {real_cluster.version}: {len(cases)} pools, {counts['fit']} claims allocated, "
+        f"k8s {real_cluster.version}: {len(cases)} pools, {generated} claims, {compared} compared, "
+        f"{counts['fit']} claims allocated, "
         f"{counts['no fit']} unschedulable, {counts['ambiguous']} with several possible answers "
         f"({counts['orders']} slice orders tried), {len(disagreements)} disagreements, "
         f"{len(crashes)} scheduler crashes, {elapsed:.1f} s"
@@ -367,3 +376,9 @@ def test_allocator_agrees_with_the_scheduler(real_cluster: RealCluster, tmp_path
             f"k8s {real_cluster.version}: the scheduler and our allocator disagree on "
             f"{len(disagreements)} claims (all of them in {dump}); the first:\n{first.json()}"
         )
+    assert compared >= MIN_COMPARED * generated, (
+        f"k8s {real_cluster.version}: only {compared} of {generated} claims compared ({len(crashes)} crashes)"
+    )
+    version = real_cluster.version
+    assert counts["fit"] >= MIN_ALLOCATED * compared, f"k8s {version}: too few allocated: {counts}"
+    assert counts["no fit"] >= MIN_UNSCHEDULABLE * compared, f"k8s {version}: too few refused: {counts}"

@@ -19,19 +19,19 @@ from typing import Any
 
 import pytest
 
-from testkit.real_cluster import KUBELET_VERSIONS, Clusters
+from testkit.real_cluster import KUBELET_VERSIONS, ApiError, Clusters
 from tests.real.conftest import cluster_of
 from tests.real.handler_world import (
     CARD_A,
     CARD_B,
     DRIVER,
-    MPS_NAMESPACE,
     VFIO_CLASS,
     WHOLE_A,
     WHOLE_B,
     HandlerNode,
     handler_node,
 )
+from tests.real.sharing_checks import assert_shared_on_the_host, assert_unshared_on_the_host
 
 MIG_1G = "gpu-a30-mig-1g.6gb"
 ON_CARD_A = f'device.attributes["{DRIVER}"].pciAddress == "{CARD_A}"'
@@ -169,13 +169,11 @@ def test_an_mps_share_and_a_time_sliced_share_run_on_a_sharing_node(node: Handle
         node.wait_running("ts")
         assert prepared(node, mps)
         assert prepared(node, timesliced)
+        assert_shared_on_the_host(node, mps, timesliced)
 
         # The MPS control daemon is a Pod of its own on this node, run by the real kubelet.
         def daemon_run_by_the_kubelet() -> dict[str, Any] | None:
-            daemons = node.cluster.request(
-                "GET", f"/api/v1/namespaces/{MPS_NAMESPACE}/pods?labelSelector=app%3Dgpu-mps"
-            )["items"]
-            (daemon,) = [d for d in daemons if d["spec"]["nodeName"] == node.node]
+            (daemon,) = node.mps_daemons()
             status = daemon["status"]
             # A container ID comes from the container runtime: the real kubelet ran the Pod.
             started = [c for c in status.get("containerStatuses") or [] if c.get("containerID")]
@@ -186,6 +184,7 @@ def test_an_mps_share_and_a_time_sliced_share_run_on_a_sharing_node(node: Handle
         node.delete_pod("mps")
         node.delete_pod("ts")
         node.wait(lambda: node.checkpoint() == {}, 30, "both shares unprepared")
+        assert_unshared_on_the_host(node, mps, timesliced)
         node.delete_claim("mps")
         node.delete_claim("ts")
     finally:
@@ -228,3 +227,60 @@ def test_device_health_from_our_stream_shows_in_the_pods_status(node: HandlerNod
     node.wait(lambda: _health(node, "watched", WHOLE_A) == "Healthy", 60, "Healthy again")
     node.delete_pod("watched")
     node.delete_claim("watched")
+
+
+UNHEALTHY = [{"key": "gpu.deckhouse.io/unhealthy", "operator": "Exists", "effect": "NoExecute"}]
+
+
+def _evicted(node: HandlerNode, pod: str) -> str | None:
+    """Why the Pod is being or was deleted by the device taint eviction controller: its
+    DisruptionTarget condition while it exists, "gone" once it does not."""
+    try:
+        found = node.get_pod(pod)
+    except ApiError as error:
+        return "gone" if error.status == 404 else None
+    conditions = (found.get("status") or {}).get("conditions") or []
+    targets = [c for c in conditions if c["type"] == "DisruptionTarget" and c.get("status") == "True"]
+    return str(targets[0].get("reason")) if targets and found["metadata"].get("deletionTimestamp") else None
+
+
+def test_a_pod_on_a_lost_card_is_evicted_unless_it_tolerates_the_taint(node: HandlerNode) -> None:
+    """A lost card is tainted NoExecute in its slice; the real kube-controller-manager's device
+    taint eviction controller (DRADeviceTaints) deletes the Pods whose claims do not tolerate it."""
+    tolerant = node.claim("tolerant", "gpu-a30", selector=ON_CARD_A, tolerations=UNHEALTHY)
+    intolerant = node.claim("intolerant", "gpu-a30", selector=ON_CARD_B)
+    node.pod("tolerant", claim="tolerant")
+    node.pod("intolerant", claim="intolerant")
+    node.wait_running("tolerant")
+    node.wait_running("intolerant")
+    assert prepared(node, tolerant)
+    assert prepared(node, intolerant)
+    assert node.handler is not None
+    node.handler.command(f"fail_device {CARD_A}")
+    node.handler.command(f"fail_device {CARD_B}")
+    try:
+        reasons: list[str] = []
+
+        def evicted() -> bool:
+            reason = _evicted(node, "intolerant")
+            if reason is not None:
+                reasons.append(reason)
+            return reason == "gone"
+
+        node.wait(evicted, 90, "the intolerant Pod evicted by the controller-manager")
+        # Seen while it was being deleted, unless it went between two looks; and in its events,
+        # which outlive it: the device taint eviction controller did it.
+        assert set(reasons) <= {"DeletionByDeviceTaintManager", "gone"}, reasons
+        events = node.events("intolerant")
+        assert "DeviceTaintManagerEviction" in {reason for reason, _ in events}, events
+        node.wait(lambda: intolerant["metadata"]["uid"] not in node.checkpoint(), 30, "its claim unprepared")
+        # The tolerant Pod stays, on its lost card, for as long as it wants.
+        pod = node.get_pod("tolerant")
+        assert pod["status"]["phase"] == "Running"
+        assert not pod["metadata"].get("deletionTimestamp")
+        assert prepared(node, tolerant)
+    finally:
+        node.handler.command("clear")
+    node.delete_pod("tolerant")
+    node.delete_claim("tolerant")
+    node.delete_claim("intolerant")

@@ -37,6 +37,7 @@ import pytest
 from deckhouse_gpu.adapters.kube_client import load_kube
 from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
 from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.ports.sharing import ComputeMode
 from deckhouse_gpu.services.config_admission import review
 from deckhouse_gpu.services.gpuclass_controller import GpuClassSettings
 from testkit.real_cluster import KUBELET_VERSIONS, Clusters
@@ -52,6 +53,7 @@ from tests.real.handler_world import (
     HandlerNode,
     handler_node,
 )
+from tests.real.sharing_checks import assert_mps_client, assert_unshared_on_the_host
 from tests.real.test_gpuclass_real import GROUP_VERSION, gpu_class, installed
 
 VM_CLASS = "e2e-a30-vm"
@@ -316,12 +318,26 @@ def test_an_mps_gpu_class_shares_a_card_on_a_sharing_node(world: HandlerNode) ->
         for claim in (first, second):
             assert prepared(node, claim["metadata"]["uid"])
         # Two halves: on one card, or one on each; either way each result is a share of a card.
-        for name in ("mps-1", "mps-2"):
-            (result,) = node.get_claim(name)["status"]["allocation"]["devices"]["results"]
+        used = set()
+        for claim in (first, second):
+            (result,) = node.get_claim(claim["metadata"]["name"])["status"]["allocation"]["devices"][
+                "results"
+            ]
             assert result["consumedCapacity"]["sharePercent"] == "50", result
+            used.add(result["device"])
+            # On the host: the claim's container is a client of its card's daemon, with its limits.
+            assert_mps_client(node, claim, result["device"], 50)
+        cards = {WHOLE_A: CARD_A, WHOLE_B: CARD_B}
+        settings = node.card_settings()
+        for device, card in cards.items():
+            expected = ComputeMode.EXCLUSIVE_PROCESS if device in used else ComputeMode.DEFAULT
+            assert settings.compute_mode(card) == expected, (card, used)
+        # One daemon per shared card, run on this node.
+        node.wait(lambda: len(node.mps_daemons()) == len(used), 60, "one MPS daemon Pod per shared card")
         node.delete_pod("mps-1")
         node.delete_pod("mps-2")
         node.wait(lambda: node.checkpoint() == {}, 30, "both shares unprepared")
+        assert_unshared_on_the_host(node, first, second)
         node.delete_claim("mps-1")
         node.delete_claim("mps-2")
     finally:

@@ -63,8 +63,8 @@ def test_first_pass_judges_every_card(kube, running):
 def test_pod_readiness_flip_reaches_the_card_through_the_watch(kube, running):
     wait_for(lambda: status_of(kube, "w1-gpu-0") == "False")
     set_pod_status(kube, "val-1", ready_status())
-    took = wait_for(lambda: status_of(kube, "w1-gpu-0") == "True", timeout=5)
-    assert took < 1.0  # debounce plus one pass, not a resync
+    # The resync comes after an hour (SETTINGS): within the wait only the watch can deliver it.
+    wait_for(lambda: status_of(kube, "w1-gpu-0") == "True", timeout=10)
     set_pod_status(kube, "val-1", crashing_status())
     wait_for(lambda: status_of(kube, "w1-gpu-0") == "False", timeout=5)
 

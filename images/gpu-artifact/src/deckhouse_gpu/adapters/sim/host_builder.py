@@ -69,7 +69,7 @@ class HostBuilder:
         """A driver module loaded without a device yet (vfio-pci: also its container node)."""
         (self.sys / "bus/pci/drivers" / name).mkdir(parents=True, exist_ok=True)
         if name == "vfio-pci":
-            driver_tree.write(self.root / "dev/vfio/vfio")
+            driver_tree.device_node(self.root / "dev/vfio/vfio", *driver_tree.VFIO_CONTAINER)
         return self
 
     def add_gpu(

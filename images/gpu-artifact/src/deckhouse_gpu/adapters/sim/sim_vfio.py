@@ -100,9 +100,9 @@ class SimulatedVfio(SysfsVfio):
             self._join_nvidia(address)
         elif driver == VFIO_DRIVER:
             group = self.iommu_group(address)
-            driver_tree.write(self.root / "dev/vfio/vfio")
+            driver_tree.device_node(self.root / "dev/vfio/vfio", *driver_tree.VFIO_CONTAINER)
             if group is not None:
-                driver_tree.write(self.root / f"dev/vfio/{group}")
+                driver_tree.device_node(self.root / f"dev/vfio/{group}", driver_tree.VFIO_GROUP_MAJOR, group)
         self._event("bind", address)
 
     def _on_vfio(self, address: str) -> bool:
