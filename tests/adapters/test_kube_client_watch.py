@@ -29,7 +29,7 @@ def test_watch_streams_live_events(kube, server):
         "watch": "true",
         "resourceVersion": start,
         "timeoutSeconds": "5",
-        "allowWatchBookmarks": "false",
+        "allowWatchBookmarks": "true",
         "labelSelector": "vendor=nvidia",
     }
     began = time.monotonic()
