@@ -19,7 +19,8 @@ from deckhouse_gpu.ports.kube import NODES, PODS, WatchExpired
 
 class _Response:
     def __init__(self, status: int, body: bytes) -> None:
-        self.status, self.headers, self.data = status, {}, body
+        self.status, self.data = status, body
+        self.headers: dict[str, str] = {}
         self._unread = body
 
     def read1(self, size: int) -> bytes:
@@ -58,7 +59,9 @@ def _page(names: list[str], version: str, token: str = "") -> tuple[int, bytes]:
 
 
 def test_a_list_is_read_page_by_page_and_keeps_the_first_pages_version() -> None:
-    transport = _Transport(_page(["p1", "p2"], "10", "next-1"), _page(["p3"], "10", "next-2"), _page([], "10"))
+    transport = _Transport(
+        _page(["p1", "p2"], "10", "next-1"), _page(["p3"], "10", "next-2"), _page([], "10")
+    )
     listed = ClientKube(transport).list(PODS, field_selector="status.phase=Pending")
     assert [p["metadata"]["name"] for p in listed.items] == ["p1", "p2", "p3"]
     assert listed.resource_version == "10"

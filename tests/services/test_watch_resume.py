@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.ports.kube import NODES, RESOURCE_SLICES, Unavailable, WatchEvent, WatchExpired
+from deckhouse_gpu.ports.kube import NODES, KubeAPI, RESOURCE_SLICES, Unavailable, WatchEvent, WatchExpired
 from deckhouse_gpu.services.informer import Informer
 from deckhouse_gpu.services.object_watch import watch_objects
 from testkit.waiting import wait_for
@@ -27,7 +27,7 @@ class _Scripted:
         self.api, self.steps = api, steps
         self.lists: list[dict[str, Any]] = []
         self.watches: list[tuple[str, dict[str, Any]]] = []
-        self.timeouts: list[int] = []
+        self.timeouts: list[Any] = []
 
     def list(self, *args: Any, **kwargs: Any) -> Any:
         self.lists.append(kwargs)
@@ -47,7 +47,9 @@ class _Scripted:
 
 
 def _node_informer(api: _Scripted, **kwargs: Any) -> Informer:
-    return Informer(api, NODES, lambda _o, _n: None, retry_seconds=0.01, watch_timeout_seconds=1, **kwargs)
+    return Informer(
+        cast(KubeAPI, api), NODES, lambda _o, _n: None, retry_seconds=0.01, watch_timeout_seconds=1, **kwargs
+    )
 
 
 def _run(informer: Informer, api: _Scripted, until: int) -> None:
@@ -89,7 +91,11 @@ def test_watch_timeouts_are_spread_between_the_minimum_and_twice_it() -> None:
     api = _Scripted(memory, ["bookmark", "bookmark"])
     draws = iter([0.0, 0.5, 0.99])
     informer = Informer(
-        api, RESOURCE_SLICES, lambda _o, _n: None, watch_timeout_seconds=300, draw=lambda: next(draws)
+        cast(KubeAPI, api),
+        RESOURCE_SLICES,
+        lambda _o, _n: None,
+        watch_timeout_seconds=300,
+        draw=lambda: next(draws),
     )
     _run(informer, api, until=3)
     assert api.timeouts[:3] == [300, 450, 597]

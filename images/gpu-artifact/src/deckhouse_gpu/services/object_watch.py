@@ -48,7 +48,10 @@ def watch_objects(
         try:
             if version is None:
                 listed = api.list(
-                    resource, label_selector=label_selector, namespace=namespace, field_selector=field_selector
+                    resource,
+                    label_selector=label_selector,
+                    namespace=namespace,
+                    field_selector=field_selector,
                 )
                 version = listed.resource_version
                 failures = 0
