@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -76,7 +77,7 @@ class Handler:
         threading.Thread(target=self.loop.run, args=(self.stop,), daemon=True).start()
         wait_for(lambda: len(self.slices()) == 2 and self.loop.idle(), timeout=20)
 
-    def slices(self) -> list[dict]:
+    def slices(self) -> list[dict[str, Any]]:
         return self.kube.list(RESOURCE_SLICES, field_selector=slice_selector("w1")).items
 
     def requests(self) -> int:
@@ -103,7 +104,7 @@ def quiet() -> Iterator[Handler]:
     yield from _running(3600.0)
 
 
-def _devices(slices: list[dict]) -> list[tuple[str, str]]:
+def _devices(slices: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return sorted((s["metadata"]["name"], d["name"]) for s in slices for d in s["spec"].get("devices") or [])
 
 

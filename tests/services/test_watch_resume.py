@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.ports.kube import NODES, KubeAPI, RESOURCE_SLICES, Unavailable, WatchEvent, WatchExpired
+from deckhouse_gpu.ports.kube import NODES, RESOURCE_SLICES, KubeAPI, Unavailable, WatchEvent, WatchExpired
 from deckhouse_gpu.services.informer import Informer
 from deckhouse_gpu.services.object_watch import watch_objects
 from testkit.waiting import wait_for
