@@ -25,7 +25,7 @@ from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.node_caches import HandlerCaches, slice_selector
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
-from deckhouse_gpu.services.trigger_loop import LoopTiming
+from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger
 from testkit.gpu_objects import node_cards
 from testkit.waiting import wait_for
 
@@ -65,7 +65,7 @@ class Handler:
         self.passes = 0
         run_pass = self.loop._run_pass
 
-        def counted(triggers):  # type: ignore[no-untyped-def]
+        def counted(triggers: list[Trigger]) -> PassOutcome:
             self.passes += 1
             return run_pass(triggers)
 
