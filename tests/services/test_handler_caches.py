@@ -59,9 +59,7 @@ class Handler:
             publisher,
             caches=self.caches,
         )
-        self.caches.cards.on_change = self.loop.on_cached_card
-        self.caches.node.on_change = self.loop.on_cached_node
-        self.caches.slices.on_change = self.loop.on_cached_slice
+        self.caches.follow(self.loop)
         self.passes = 0
         run_pass = self.loop._run_pass
 

@@ -249,9 +249,7 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         capabilities, health, clock, settings, publisher,
         device_health=device_health, observer=metrics, xid_watcher=xids, caches=caches,
     )  # fmt: skip
-    caches.cards.on_change = loop.on_cached_card
-    caches.node.on_change = loop.on_cached_node
-    caches.slices.on_change = loop.on_cached_slice
+    caches.follow(loop)
     # Back after losing the server: it may have been upgraded, and the layout follows its version.
     caches.slices.on_resumed = publisher.forget_version
     plugin = None

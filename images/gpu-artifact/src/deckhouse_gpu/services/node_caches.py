@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Protocol
 
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.offers.model import DRIVER
@@ -26,6 +27,14 @@ from deckhouse_gpu.services.informer import Informer
 from deckhouse_gpu.services.own_writes import OwnWrites
 
 NODE_METADATA = replace(NODES, metadata_only=True)
+
+
+class CacheListener(Protocol):
+    def on_cached_card(self, old: Object | None, new: Object | None) -> None: ...
+    def on_cached_node(self, old: Object | None, new: Object | None) -> None: ...
+    def on_cached_slice(self, old: Object | None, new: Object | None) -> None: ...
+
+
 OnChange = Callable[[Object | None, Object | None], None]
 
 
@@ -69,6 +78,12 @@ class HandlerCaches:
         )
         self.card_writes = OwnWrites(self.cards.items)
         self.slice_writes = OwnWrites(self.slices.items)
+
+    def follow(self, loop: CacheListener) -> None:
+        """Sends the caches' changes to the loop, our own writes checked off first."""
+        self.cards.on_change = self.card_writes.observing(loop.on_cached_card)
+        self.node.on_change = loop.on_cached_node
+        self.slices.on_change = self.slice_writes.observing(loop.on_cached_slice)
 
     def informers(self) -> tuple[Informer, ...]:
         return (self.cards, self.node, self.slices)

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from deckhouse_gpu.ports.kube import Object
-from deckhouse_gpu.services.informer import Key, key_of
+from deckhouse_gpu.services.informer import Key, OnChange, key_of
 
 
 def _version(obj: Object | None) -> str | None:
@@ -42,6 +42,21 @@ class OwnWrites:
             self._pending[chosen] = (_version(before), after)
             if after is not None:
                 self.versions.append(str(_version(after)))
+
+    def observing(self, on_change: OnChange) -> OnChange:
+        """The cache's change callback, with the cache's news checked against our writes first:
+        any change of a key we wrote (our write arriving, or a later one) ends our stand-in, so a
+        created object that someone deletes at once is not kept alive by it."""
+
+        def observe(old: Object | None, new: Object | None) -> None:
+            key = key_of(new if new is not None else old or {})
+            with self._lock:
+                pending = self._pending.get(key)
+                if pending is not None and (new is None or _version(new) != pending[0]):
+                    del self._pending[key]
+            on_change(old, new)
+
+        return observe
 
     def own(self, obj: Object) -> bool:
         """Whether ``obj`` (a watch event's object) is the result of one of our writes."""
