@@ -34,7 +34,8 @@ def test_a_write_stands_in_until_the_cache_shows_it() -> None:
     cache.writes.wrote(obj("a", "1", x=1), obj("a", "2", x=2))
     cache.writes.wrote(None, obj("b", "3"))
     assert [(o["metadata"]["name"], o["spec"]) for o in cache.writes.items()] == [("a", {"x": 2}), ("b", {})]
-    assert cache.writes.own(obj("a", "2")) and not cache.writes.own(obj("a", "1"))
+    assert cache.writes.own(obj("a", "2"))
+    assert not cache.writes.own(obj("a", "1"))
     cache.event(obj("a", "5", x=9), "a")  # someone else wrote after us: the cache is right
     assert [o["spec"] for o in cache.writes.items() if o["metadata"]["name"] == "a"] == [{"x": 9}]
 
