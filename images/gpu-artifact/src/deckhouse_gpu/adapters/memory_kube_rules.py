@@ -150,6 +150,8 @@ def to_create(resource: Resource, obj: Object) -> tuple[Object, str | None]:
     check_scope(resource, namespace, required=True)
     if resource.has_status:
         new.pop("status", None)
+    if resource.group == "" and resource.plural == "pods":
+        new["status"] = {"phase": "Pending"}  # the server's default for a new Pod
     return new, namespace
 
 

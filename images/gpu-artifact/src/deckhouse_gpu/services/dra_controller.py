@@ -31,7 +31,7 @@ from deckhouse_gpu.domain.allocation.node_bound_claims import (
 )
 from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS
-from deckhouse_gpu.ports.kube import NODES, RESOURCE_CLAIMS, RESOURCE_SLICES, KubeAPI, Object
+from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, RESOURCE_SLICES, KubeAPI, Object
 from deckhouse_gpu.services.bulk_load import bulk_load
 from deckhouse_gpu.services.cache_views import node_labels_view, pod_claims_view
 from deckhouse_gpu.services.claim_allocation import (
@@ -45,10 +45,15 @@ from deckhouse_gpu.services.claim_allocation import (
 from deckhouse_gpu.services.controller_runtime import ControllerRuntime, RuntimeProbes
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.informer import Informer
+from deckhouse_gpu.services.node_caches import NODE_METADATA
 from deckhouse_gpu.services.work_queue import WorkQueue
 
 log = logging.getLogger(__name__)
 AUDIT = "audit"
+# The Pods a claim may wait on this controller for: bound to a node by their spec (no scheduler
+# allocated their claims) and not running yet. Pods that run, and Pods the scheduler has not
+# placed, are none of its business.
+ACTIONABLE_PODS = "status.phase=Pending,spec.nodeName!="
 
 
 @dataclass(frozen=True)
@@ -99,14 +104,24 @@ class DraController(RuntimeProbes):
         self.queue = WorkQueue(time.monotonic, settings.backoff_initial_seconds, settings.backoff_max_seconds)
         timeout = settings.watch_timeout_seconds
         self.claims = Informer(api, RESOURCE_CLAIMS, self._on_claim, watch_timeout_seconds=timeout)
+        # Only the Pods it may act on: bound to a node and not started (DESIGN.md D17). The server
+        # filters, so the Pods of the rest of the cluster are neither sent nor held.
         self.pods = Informer(
-            api, PODS, self._on_pod, transform=pod_claims_view, watch_timeout_seconds=timeout
+            api,
+            PODS,
+            self._on_pod,
+            field_selector=ACTIONABLE_PODS,
+            transform=pod_claims_view,
+            watch_timeout_seconds=timeout,
         )
         self.slices = Informer(api, RESOURCE_SLICES, self._on_slice, watch_timeout_seconds=timeout)
-        # Classes are read at every allocation: their changes need no reaction.
-        self.classes = Informer(api, DEVICE_CLASSES, lambda _o, _n: None, watch_timeout_seconds=timeout)
+        # Classes are read at every allocation: their changes need no reaction here; the GPUClass
+        # loop shares this cache and hears them (``class_listeners``).
+        self.class_listeners: list[Callable[[Object | None, Object | None], None]] = []
+        self.classes = Informer(api, DEVICE_CLASSES, self._on_class, watch_timeout_seconds=timeout)
+        # Labels are all it reads of a Node: metadata only, not the status that fills every event.
         self.nodes = Informer(
-            api, NODES, self._on_node, transform=node_labels_view, watch_timeout_seconds=timeout
+            api, NODE_METADATA, self._on_node, transform=node_labels_view, watch_timeout_seconds=timeout
         )
         # Called when the published devices or node labels change (the GPUClass loop's counts).
         self.inventory_listeners: list[Callable[[], None]] = []
@@ -195,6 +210,10 @@ class DraController(RuntimeProbes):
         if newly and new is not None and self.observer is not None and not self.allocation.assumed(new):
             self.observer.observe_allocated(new)
         self.queue.add(AUDIT, self.settings.audit_debounce_seconds)
+
+    def _on_class(self, old: Object | None, new: Object | None) -> None:
+        for listener in self.class_listeners:
+            listener(old, new)
 
     def _on_slice(self, old: Object | None, new: Object | None) -> None:
         self.allocation.slices_changed()
