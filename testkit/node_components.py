@@ -119,6 +119,29 @@ class SimulatedNode:
             env={**os.environ, "LOG_LEVEL": "warning"},
         )
 
+    def add_validator(self, namespace: str) -> None:
+        """The driver validator's Pod on this node, Running and Ready, as the kubelet would report
+        it: what gpu-controller reads to keep DriverReady True."""
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"validator-{self.name}", "namespace": namespace,
+                         "labels": {"app": "nvidia-driver-validator"}},
+            "spec": {"nodeName": self.name,
+                     "containers": [{"name": "validator", "image": "registry.example/v:1"}]},
+        }  # fmt: skip
+        self.cluster.create(pod)
+        status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                  "containerStatuses": [{"name": "validator", "ready": True, "restartCount": 0,
+                                         "image": "registry.example/v:1", "imageID": "", "started": True,
+                                         "state": {"running": {}}}]}  # fmt: skip
+        self.cluster.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/status",
+            {"status": status},
+            content_type="application/merge-patch+json",
+        )
+
     def slices(self) -> list[dict[str, Any]]:
         path = f"/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D{self.name}"
         return list(self.cluster.request("GET", path).get("items") or [])
