@@ -206,10 +206,7 @@ def _create_pods(cluster: RealCluster, first: int, count: int) -> None:
     each, over kept-alive connections."""
     target = urlsplit(cluster.server)
     context: ssl.SSLContext = cluster.ssl_context()
-    cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench-pods"}})
-    cluster.wait_for(
-        lambda: cluster.get("v1", "ServiceAccount", "default", "bench-pods"), 60, "ServiceAccount"
-    )
+    _namespace(cluster, "bench-pods")
     filler = {f"bench.example/note-{i}": "x" * 80 for i in range(10)}
 
     def worker(start: int) -> None:

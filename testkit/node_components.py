@@ -122,7 +122,7 @@ class SimulatedNode:
     def add_validator(self, namespace: str) -> None:
         """The driver validator's Pod on this node, Running and Ready, as the kubelet would report
         it: what gpu-controller reads to keep DriverReady True."""
-        pod = {
+        pod: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": f"validator-{self.name}", "namespace": namespace,
