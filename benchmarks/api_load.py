@@ -42,7 +42,7 @@ VERSION = os.environ.get("BENCH_API_VERSION", "1.36")
 NODES = int(os.environ.get("BENCH_API_NODES", "10"))
 IDLE_SECONDS = float(os.environ.get("BENCH_API_IDLE_SECONDS", "120"))
 STREAM_SECONDS = float(os.environ.get("BENCH_API_STREAM_SECONDS", "60"))
-PODS = [int(n) for n in os.environ.get("BENCH_API_PODS", "1000,30000").split(",")]
+PODS = [int(n) for n in os.environ.get("BENCH_API_PODS", "1000,30000").split(",") if n]
 # client-go's and our watches last 5 to 10 minutes: a reconnect per watch every 7.5 min on average.
 RECONNECTS_PER_WATCH_MINUTE = 1 / 7.5
 NAMESPACE = "d8-gpu"
@@ -122,12 +122,14 @@ def node_load() -> None:
                 cluster.wait_for(node.slices, 300, f"slices of {node.name}")
             print(f"  {NODES} nodes started and published in {time.monotonic() - started:.0f} s")
             quiet = wait_quiet(nodes, quiet_seconds=5.0, timeout=300)
+            before = _received(nodes, controllers)
             time.sleep(IDLE_SECONDS)
-            _report("idle", nodes, controllers, quiet, IDLE_SECONDS)
-            stream_from = time.monotonic()
+            _report("idle", nodes, controllers, quiet, IDLE_SECONDS, before)
+            stream_from, before = time.monotonic(), _received(nodes, controllers)
             made = _claims(cluster, STREAM_SECONDS)
             took = time.monotonic() - stream_from
-            _report(f"a stream of {made} claims created and deleted", nodes, controllers, stream_from, took)
+            what = f"a stream of {made} claims created and deleted"
+            _report(what, nodes, controllers, stream_from, took, before)
         finally:
             for node in nodes:
                 node.stop()
@@ -137,12 +139,24 @@ def node_load() -> None:
                 proxy.stop()
 
 
+def _received(
+    nodes: list[SimulatedNode], controllers: dict[str, tuple[CountingProxy, Any]]
+) -> dict[str, int]:
+    """Bytes each component has received so far, summed over the nodes."""
+    totals = {name: proxy.received() for name, (proxy, _) in controllers.items()}
+    for node in nodes:
+        for component, proxy in node.proxies.items():
+            totals[component] = totals.get(component, 0) + proxy.received()
+    return totals
+
+
 def _report(
     what: str,
     nodes: list[SimulatedNode],
     controllers: dict[str, tuple[CountingProxy, Any]],
     since: float,
     seconds: float,
+    before: dict[str, int],
 ) -> None:
     print(f"\n  {what}: {seconds:.0f} s")
     columns = ("requests/min", "of which LIST/GET", "watches opened/min", "KiB received/min")
@@ -159,19 +173,15 @@ def _report(
         requests = _per_minute(flat, seconds) / count
         reads = sum(1 for r in flat if r.verb in ("LIST", "GET")) * 60.0 / seconds / count
         watches = _per_minute(flat, seconds, watches=True) / count
-        received = _bytes_since(runs, since) / 1024 * 60.0 / seconds / count
+        received = (
+            (_received(nodes, controllers)[component] - before[component]) / 1024 * 60.0 / seconds / count
+        )
         label = f"{component}{' (per node)' if component.startswith(('gpu-node', 'gpu-handler')) else ''}"
         print(f"  {label:<20} {requests:>18.2f} {reads:>18.2f} {watches:>18.2f} {received:>18.1f}")
     open_watches = [sum(p.open_watches for p in node.proxies.values()) for node in nodes]
     print(f"  open watches per node: {min(open_watches)}-{max(open_watches)}")
     if what == "idle":
         _extrapolate(nodes, per_component, seconds, max(open_watches))
-
-
-def _bytes_since(runs: list[list[Record]], since: float) -> int:
-    # A watch opened before the window counts what it streamed; the proxy's running totals are
-    # read at the end, so the figure for long-open watches includes their start (an upper bound).
-    return sum(r.bytes for records in runs for r in records)
 
 
 def _extrapolate(

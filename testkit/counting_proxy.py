@@ -105,6 +105,11 @@ class CountingProxy:
         with self._lock:
             return [r for r in self.records if r.at >= moment]
 
+    def received(self) -> int:
+        """Bytes answered so far, open watches' streams included: two readings give a window's."""
+        with self._lock:
+            return sum(r.bytes for r in self.records)
+
     def forward(self, handler: BaseHTTPRequestHandler) -> None:
         arrived = time.monotonic()
         split = urlsplit(handler.path)

@@ -1,11 +1,14 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""A GPU node's components send nothing on a timer: on a real API server, behind a counting proxy
-each, a real gpu-node-agent (its safety rescan every second) and a real gpu-handler (its NVML
-heartbeat twice a second) send no request at all once the node is published, only the watches
-they opened, each selecting this node alone, with bookmarks. Before issue 40 the handler listed
-its cards and slices and read its Node at every heartbeat, and the agent listed at every rescan.
+"""A GPU node's components send nothing on a timer and repair what they own.
+
+On a real API server, behind a counting proxy each, a real gpu-node-agent (its safety rescan every
+second) and a real gpu-handler (its NVML heartbeat twice a second) send no request at all once the
+node is published, only the watches they opened, each selecting this node alone, with bookmarks.
+Before issue 40 the handler listed its cards and slices and read its Node at every heartbeat, and
+the agent listed at every rescan. A slice or a card deleted behind their backs comes back within
+seconds, on the watch alone (issue 39 item 5).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from testkit.node_components import SimulatedNode, install_crd, requests_of, start_nodes, wait_quiet
-from testkit.real_cluster import RealCluster
+from testkit.real_cluster import ApiError, RealCluster
 
 WINDOW_SECONDS = 8.0  # sixteen heartbeats, eight rescans
 
@@ -33,7 +36,7 @@ def node(real_cluster: RealCluster) -> Iterator[SimulatedNode]:
         started.stop()
 
 
-def test_an_idle_node_sends_nothing_but_its_watches(node: SimulatedNode) -> None:
+def test_an_idle_node_sends_nothing_but_its_watches_and_repairs_what_it_owns(node: SimulatedNode) -> None:
     try:
         quiet_since = wait_quiet([node], quiet_seconds=3.0, timeout=90)
     except TimeoutError:
@@ -66,3 +69,31 @@ def test_an_idle_node_sends_nothing_but_its_watches(node: SimulatedNode) -> None
         ("gpu-handler", "resourceslices"),
         ("gpu-node-agent", "physicalgpus"),
     ]
+
+    # Issue 39 item 5: each owner watches what it owns and writes it back within seconds, as
+    # upstream's ResourceSlice controller does; the repair reads nothing (the caches hold it all).
+    cluster = node.cluster
+    repair_since = time.monotonic()
+    (gone, *_) = node.slices()
+    name = gone["metadata"]["name"]
+    cluster.delete("resource.k8s.io/v1", "ResourceSlice", name)
+    cluster.wait_for(lambda: name in {s["metadata"]["name"] for s in node.slices()}, 15, "the slice back")
+    card = cluster.request(
+        "GET",
+        f"/apis/gpu.deckhouse.io/v1alpha1/physicalgpus?labelSelector=gpu.deckhouse.io/node%3D{node.name}",
+    )["items"][0]
+    card_name = card["metadata"]["name"]
+    cluster.delete("gpu.deckhouse.io/v1alpha1", "PhysicalGPU", card_name)
+
+    def recreated() -> bool:
+        try:
+            found = cluster.get("gpu.deckhouse.io/v1alpha1", "PhysicalGPU", card_name)
+        except ApiError:
+            return False
+        return bool(found["metadata"]["uid"] != card["metadata"]["uid"])
+
+    cluster.wait_for(recreated, 15, "the card created again")
+    reads = [
+        r for records in node.records(repair_since).values() for r in records if r.verb in ("LIST", "GET")
+    ]
+    assert reads == []
