@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from testkit.counting_proxy import CountingProxy, Record
-from testkit.node_components import REPO, SimulatedNode, install_crd, start_nodes, wait_quiet
+from testkit.node_components import REPO, SimulatedNode, install_crds, start_nodes, wait_quiet
 from testkit.real_cluster import RealCluster, real_cluster
 from testkit.waiting import free_port
 
@@ -102,7 +102,7 @@ def _claims(cluster: RealCluster, seconds: float) -> int:
 def node_load() -> None:
     print(f"\n== API load on a real {VERSION} API server: {NODES} simulated GPU nodes (machine shared) ==")
     with real_cluster(VERSION) as cluster:
-        install_crd(cluster)
+        install_crds(cluster)
         _namespace(cluster, NAMESPACE)
         directory = Path(tempfile.mkdtemp(prefix="api-load-"))
         started = time.monotonic()

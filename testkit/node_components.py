@@ -32,8 +32,8 @@ PHYSICAL_GPU = "gpu.deckhouse.io/v1alpha1"
 CARDS = ("0000:17:00.0", "0000:31:00.0")
 
 
-def install_crd(cluster: RealCluster) -> None:
-    crd = next(doc for doc in yaml.safe_load_all((REPO / "crds" / "physicalgpu.yaml").read_text()) if doc)
+def install_crd(cluster: RealCluster, path: Path = REPO / "crds" / "physicalgpu.yaml") -> None:
+    crd = next(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
     cluster.apply(crd)
 
     def established() -> bool:
@@ -43,7 +43,14 @@ def install_crd(cluster: RealCluster) -> None:
             for c in (found.get("status") or {}).get("conditions") or []
         )
 
-    cluster.wait_for(established, 60, "PhysicalGPU CRD")
+    cluster.wait_for(established, 60, f"CRD {crd['metadata']['name']}")
+
+
+def install_crds(cluster: RealCluster) -> None:
+    """Every CRD of the module, as Deckhouse applies them (crds/, but doc- and _ files)."""
+    for path in sorted((REPO / "crds").glob("*.yaml")):
+        if not path.name.startswith(("doc-", "_")):
+            install_crd(cluster, path)
 
 
 def _ready(cluster: RealCluster, node: str) -> bool:
