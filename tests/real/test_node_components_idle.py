@@ -93,7 +93,9 @@ def test_an_idle_node_sends_nothing_but_its_watches_and_repairs_what_it_owns(nod
         return bool(found["metadata"]["uid"] != card["metadata"]["uid"])
 
     cluster.wait_for(recreated, 15, "the card created again")
-    reads = [
-        r for records in node.records(repair_since).values() for r in records if r.verb in ("LIST", "GET")
-    ]
-    assert reads == []
+    # Nothing listed; a GET only to re-read an object after a write conflict (409: the agent and the
+    # handler both write a new card's status at once), never to find what to repair.
+    for component, records in node.records(repair_since).items():
+        assert [r.path for r in records if r.verb == "LIST"] == [], component
+        conflicts = sum(1 for r in records if r.status == 409)
+        assert sum(1 for r in records if r.verb == "GET") <= conflicts, (component, records)
