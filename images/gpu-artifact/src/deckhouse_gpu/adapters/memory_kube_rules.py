@@ -100,6 +100,8 @@ def selector(text: str | None, field_selector: str | None = None) -> ObjectSelec
 def field_terms(text: str) -> tuple[FieldTerm, ...]:
     terms = []
     for term in filter(None, text.split(",")):
+        if "=" not in term:
+            raise Invalid(f"field selector {text!r}: {term!r} has no operator (=, == or !=)")
         equal = "!=" not in term
         key, _, value = term.partition("=" if equal else "!=")
         value = value.removeprefix("=") if equal else value  # "==" is "=" too
