@@ -10,6 +10,7 @@ from pathlib import Path
 
 from benchmarks import (
     allocator,
+    api_load,
     cel_engines,
     cold_parse,
     controllers,
@@ -44,7 +45,9 @@ def main() -> None:
     webhook.run()
     soak.run()
     fuzz.run()
-    # Last: real kube-apiserver and kube-scheduler binaries, 40 and 200 nodes (tens of minutes).
+    # Real binaries: the API load of simulated nodes and the controllers' memory (minutes), then
+    # kube-scheduler at 40 and 200 nodes (tens of minutes).
+    api_load.run()
     real_scheduler.run()
 
 

@@ -84,7 +84,7 @@ def test_list_with_label_selectors(kube, server):
     assert names(None) == ["gpu-a", "gpu-b", "gpu-c"]
     assert "labelSelector" not in last(server).query
     assert names("vendor=nvidia,node!=b") == ["gpu-a"]
-    assert last(server).query == {"labelSelector": "vendor=nvidia,node!=b"}
+    assert last(server).query == {"labelSelector": "vendor=nvidia,node!=b", "limit": "500"}
     assert names("vendor in (amd, intel)") == ["gpu-b"]
     assert names("!vendor") == []
     listed = kube.list(PHYSICAL_GPUS)

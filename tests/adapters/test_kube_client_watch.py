@@ -31,7 +31,7 @@ def test_watch_streams_live_events(kube, server):
         "watch": "true",
         "resourceVersion": start,
         "timeoutSeconds": str(WATCH_SECONDS),
-        "allowWatchBookmarks": "false",
+        "allowWatchBookmarks": "true",
         "labelSelector": "vendor=nvidia",
     }
     began = time.monotonic()

@@ -69,17 +69,22 @@ def test_the_agent_runs_on_its_service_account_and_follows_a_rotated_token(host:
         assert set(tokens(server)) == {"gpu-node-agent"}
 
         # The kubelet writes a new token and the old one expires: the server refuses it from now on.
+        # An idle agent sends nothing (its watch, authenticated when it opened, stays open), so the
+        # new token is read when a request is refused (a 401) or when the client's minute is up.
         (account / "token").write_text("gpu-node-agent-rotated")
         server.revoke("gpu-node-agent")
-        wait_for(lambda: "gpu-node-agent-rotated" in tokens(server), timeout=15)
 
-        # Later requests carry the new token: a card deleted now is written back with it.
+        # A card deleted now is written back, with the new token; at most one write goes out with
+        # the old one first, is refused, and is retried after the token was read again.
         seen = len(server.requests)
         server.kube.delete(PHYSICAL_GPUS, CARD)
         wait_for(lambda: CARD in {o["metadata"]["name"] for o in server.kube.list(PHYSICAL_GPUS).items}, 15)
-        later = server.requests[seen:]
-        assert any(request.method == "POST" for request in later)
-        assert {token for token in tokens(server)[seen:]} == {"gpu-node-agent-rotated"}
+        later = list(zip(server.requests[seen:], tokens(server)[seen:], strict=True))
+        created = [
+            token for request, token in later if request.method == "POST" and "physicalgpus" in request.path
+        ]
+        assert created[-1] == "gpu-node-agent-rotated"
+        assert created.count("gpu-node-agent") <= 1
         wait_for(lambda: readyz(port) == 200, timeout=15)
     finally:
         agent.send_signal(signal.SIGTERM)

@@ -185,3 +185,21 @@ def test_the_audit_reports_a_double_allocation_as_event_and_metric(
     text = generate_latest(running.metrics.registry).decode()
     assert 'd8_gpu_allocation_invariant_violations{kind="DoubleAllocation"} 1.0' in text
     assert 'd8_gpu_allocated_devices{device_class="gpu-a30",mode="Physical",node=""} 2.0' in text
+
+
+def test_it_holds_only_the_pods_bound_to_a_node_and_not_started(
+    kube: MemoryKube, running: RunningDraController
+) -> None:
+    """DESIGN.md D17: the server filters; Pods waiting for the scheduler and Pods that run are not
+    sent, and a Pod that starts leaves the cache."""
+    kube.create(RESOURCE_CLAIMS, claim("c", "gpu-a30"))
+    for index in range(20):
+        kube.create(PODS, pod(f"waiting-{index}", "c", None))  # the scheduler's business
+    kube.create(PODS, pod("bound", "c", "w1"))
+    kube.create(PODS, pod("started", "x", "w1"))
+    kube.patch(PODS, "started", {"status": {"phase": "Running"}}, subresource="status", namespace="ml")
+    wait_for(lambda: allocation(kube, "c") is not None, what="allocation")
+    wait_for(running.controller.idle)
+    assert [p["metadata"]["name"] for p in running.controller.pods.items()] == ["bound"]
+    kube.patch(PODS, "bound", {"status": {"phase": "Running"}}, subresource="status", namespace="ml")
+    wait_for(lambda: running.controller.pods.items() == [], what="the started Pod gone from the cache")

@@ -240,3 +240,27 @@ def test_leader_cut_off_from_the_lease_stops_writing(cluster):
     finally:
         stop.set()
         replica.shutdown(timeout=2)
+
+
+def test_a_leader_renews_without_reading_the_lease_first_until_someone_else_writes_it():
+    kube = MemoryKube()
+    clock = ReplicaClock()
+    leader = LeaderElector(kube, "a", "d8-gpu", clock)
+    leader.try_once()  # acquires: reads (nothing there), creates
+    assert leader.is_leader()
+    for _ in range(3):
+        clock.ticks += 2
+        reads = kube.calls["get"]
+        leader.try_once()
+        assert kube.calls["get"] == reads  # one write per renewal, as client-go's leader
+    assert leader.is_leader()
+    kube.patch(
+        LEASES, "gpu-controller", {"metadata": {"annotations": {"touched": "by-hand"}}}, namespace="d8-gpu"
+    )
+    clock.ticks += 2
+    leader.try_once()  # its write conflicts: nothing written, the next attempt reads
+    clock.ticks += 2
+    reads = kube.calls["get"]
+    leader.try_once()
+    assert kube.calls["get"] == reads + 1
+    assert leader.is_leader()

@@ -186,6 +186,13 @@ def test_a_daemon_deleted_by_hand_is_recreated_and_its_claims_are_told(world, no
     assert [e["involvedObject"]["name"] for e in events] == ["user"]
 
 
+def test_the_daemon_keeper_asks_the_api_nothing_while_the_node_has_no_shares(world, node):
+    service = node.service()
+    before = dict(world.api.calls)
+    assert service.keep_daemons() == []
+    assert dict(world.api.calls) == before  # its every-15-s round costs an idle node nothing
+
+
 def test_mps_on_a_mig_instance_gets_a_daemon_of_its_own_and_leaves_the_card_mode(world, node):
     claim = allocate(world.api, "mig", "gpu-0000-17-00-0-mig-1g-6gb-0")
     config = {

@@ -42,7 +42,14 @@ from deckhouse_gpu.ports.kube import (
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
-_WATCH_TYPES = ("ADDED", "MODIFIED", "DELETED")
+_WATCH_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
+# What a metadata-only list or watch asks for (``Resource.metadata_only``): the server sends
+# PartialObjectMetadata, the objects' metadata without spec or status.
+METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_ONLY_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+# Items per page of a list, as client-go's pager: a cluster's thousands of Pods never come back
+# (and are never decoded) in one answer.
+PAGE_SIZE = 500
 
 
 # Throttled (429, or a 5xx with Retry-After) requests are sent again this many times, after the
@@ -88,12 +95,24 @@ class ClientKube:
     ) -> ObjectList:
         query = [("labelSelector", label_selector)] if label_selector else []
         query += [("fieldSelector", field_selector)] if field_selector else []
-        body = self._json("GET", _path(resource, namespace, required=False), query)
+        query.append(("limit", str(PAGE_SIZE)))
+        path = _path(resource, namespace, required=False)
+        accept = METADATA_ONLY if resource.metadata_only else JSON
         # Lists of built-in kinds leave apiVersion and kind out of their items; put them back so
         # that every object looks the same whichever way it was read.
         kind = {"apiVersion": resource.api_version, "kind": resource.kind}
-        items = [kind | item for item in body.get("items") or []]
-        return ObjectList(items, str(body.get("metadata", {}).get("resourceVersion", "")))
+        items: list[Object] = []
+        token = ""
+        while True:
+            page = query + ([("continue", token)] if token else [])
+            body = self._json("GET", path, page, accept=accept)
+            items += [kind | item for item in body.get("items") or []]
+            meta = body.get("metadata") or {}
+            # The pages share the first page's snapshot; its version is the list's. An expired
+            # token is a 410 (WatchExpired): the caller lists again from the start.
+            token = str(meta.get("continue") or "")
+            if not token:
+                return ObjectList(items, str(meta.get("resourceVersion", "")))
 
     def create(self, resource: Resource, obj: Object) -> Object:
         namespace = obj.get("metadata", {}).get("namespace") if resource.namespaced else None
@@ -135,7 +154,7 @@ class ClientKube:
         field_selector: str | None = None,
     ) -> Iterator[WatchEvent]:
         query = [("watch", "true"), ("resourceVersion", resource_version)]
-        query += [("timeoutSeconds", str(timeout_seconds)), ("allowWatchBookmarks", "false")]
+        query += [("timeoutSeconds", str(timeout_seconds)), ("allowWatchBookmarks", "true")]
         if label_selector:
             query.append(("labelSelector", label_selector))
         if field_selector:
@@ -145,7 +164,8 @@ class ClientKube:
         read_timeout = timeout_seconds + self._read_timeout
         path = _path(resource, namespace, required=False)
         # The request goes out now, so a refused connection or a 4xx fails this call.
-        response = self._request("GET", path, query, read_timeout=read_timeout)
+        accept = METADATA_ONLY_WATCH if resource.metadata_only else JSON
+        response = self._request("GET", path, query, read_timeout=read_timeout, accept=accept)
         return _events(response, path)
 
     def _json(
@@ -155,8 +175,9 @@ class ClientKube:
         query: Sequence[tuple[str, str]] = (),
         body: Object | None = None,
         content_type: str = JSON,
+        accept: str = JSON,
     ) -> Object:
-        response = self._request(method, path, query, body, content_type)
+        response = self._request(method, path, query, body, content_type, accept=accept)
         try:
             data = response.data
         except OSError as error:
@@ -177,8 +198,9 @@ class ClientKube:
         body: Object | None = None,
         content_type: str = JSON,
         read_timeout: float | None = None,
+        accept: str = JSON,
     ) -> Response:
-        headers = {"Accept": JSON, "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         timeout = (self._connect_timeout, read_timeout or self._read_timeout)
         for attempt in range(THROTTLE_RETRIES + 1):
             response = self._transport.request(method, path, query, headers, body, timeout)

@@ -98,7 +98,10 @@ class MemoryKube:
             selector = rules.selector(label_selector, field_selector)
             rules.check_scope(resource, namespace, required=False)
             bucket = self._store[rules.kind_of(resource)]
-            items = [copy.deepcopy(obj) for obj in rules.matching(bucket, namespace, selector)]
+            items = [
+                copy.deepcopy(rules.metadata_view(resource, obj))
+                for obj in rules.matching(bucket, namespace, selector)
+            ]
             return ObjectList(items, str(self._revision))
 
     def create(self, resource: Resource, obj: Object) -> Object:
@@ -175,7 +178,10 @@ class MemoryKube:
                     for obj in rules.matching(bucket, namespace, selector)
                 )
         deadline = time.monotonic() + timeout_seconds
-        return self._follow(rules.kind_of(resource), since, initial, selector, namespace, deadline)
+        events = self._follow(rules.kind_of(resource), since, initial, selector, namespace, deadline)
+        if not resource.metadata_only:
+            return events
+        return (WatchEvent(e.type, rules.metadata_view(resource, e.object)) for e in events)
 
     def _follow(
         self,

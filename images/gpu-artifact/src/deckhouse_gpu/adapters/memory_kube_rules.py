@@ -58,17 +58,35 @@ def check_scope(resource: Resource, namespace: str | None, *, required: bool) ->
         raise Invalid(f"{resource.plural} are cluster-scoped: no namespace may be given")
 
 
-@dataclass(frozen=True)
-class ObjectSelector:
-    """A label selector and the one field selector the project uses, ``metadata.name=<name>``."""
+# The fields the API server lets the module select by (Pods: spec.nodeName, status.phase;
+# ResourceSlices: spec.nodeName, spec.driver; every kind: metadata.name, metadata.namespace).
+SELECTABLE_FIELDS = frozenset(
+    {"metadata.name", "metadata.namespace", "spec.nodeName", "spec.driver", "status.phase"}
+)
 
-    labels: Selector
-    name: str | None = None
+
+@dataclass(frozen=True)
+class FieldTerm:
+    path: tuple[str, ...]
+    value: str
+    equal: bool
 
     def matches(self, obj: Object) -> bool:
-        return (
-            self.name is None or obj.get("metadata", {}).get("name") == self.name
-        ) and self.labels.matches(labels(obj))
+        found: Any = obj
+        for key in self.path:
+            found = found.get(key) if isinstance(found, dict) else None
+        return (str(found or "") == self.value) == self.equal
+
+
+@dataclass(frozen=True)
+class ObjectSelector:
+    """A label selector and the field selector terms (``path=value``, ``path!=value``)."""
+
+    labels: Selector
+    fields: tuple[FieldTerm, ...] = ()
+
+    def matches(self, obj: Object) -> bool:
+        return all(term.matches(obj) for term in self.fields) and self.labels.matches(labels(obj))
 
 
 def selector(text: str | None, field_selector: str | None = None) -> ObjectSelector:
@@ -76,12 +94,28 @@ def selector(text: str | None, field_selector: str | None = None) -> ObjectSelec
         chosen = parse_selector(text)
     except ValueError as error:
         raise Invalid(str(error)) from error
-    if not field_selector:
-        return ObjectSelector(chosen)
-    key, _, value = field_selector.partition("=")
-    if key != "metadata.name" or not value or "," in value:
-        raise Invalid(f"field selector {field_selector!r}: only metadata.name=<name> is supported here")
-    return ObjectSelector(chosen, value.removeprefix("="))
+    return ObjectSelector(chosen, field_terms(field_selector or ""))
+
+
+def field_terms(text: str) -> tuple[FieldTerm, ...]:
+    terms = []
+    for term in filter(None, text.split(",")):
+        if "=" not in term:
+            raise Invalid(f"field selector {text!r}: {term!r} has no operator (=, == or !=)")
+        equal = "!=" not in term
+        key, _, value = term.partition("=" if equal else "!=")
+        value = value.removeprefix("=") if equal else value  # "==" is "=" too
+        if key not in SELECTABLE_FIELDS:
+            raise Invalid(f'field selector {text!r}: "{key}" is not a known field selector')
+        terms.append(FieldTerm(tuple(key.split(".")), value, equal))
+    return tuple(terms)
+
+
+def metadata_view(resource: Resource, obj: Object) -> Object:
+    """What a metadata-only read returns of an object (PartialObjectMetadata)."""
+    if not resource.metadata_only:
+        return obj
+    return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata")}
 
 
 def labels(obj: Object) -> dict[str, str]:
@@ -118,6 +152,8 @@ def to_create(resource: Resource, obj: Object) -> tuple[Object, str | None]:
     check_scope(resource, namespace, required=True)
     if resource.has_status:
         new.pop("status", None)
+    if resource.group == "" and resource.plural == "pods":
+        new["status"] = {"phase": "Pending"}  # the server's default for a new Pod
     return new, namespace
 
 

@@ -61,7 +61,13 @@ class KubeMpsDaemons:
 
     def running(self) -> dict[str, MpsDaemon]:
         try:
-            pods = self.api.list(PODS, label_selector=daemons_selector(self.node), namespace=self.namespace)
+            # spec.nodeName is what the API server's Pod cache indexes; the labels narrow it further.
+            pods = self.api.list(
+                PODS,
+                label_selector=daemons_selector(self.node),
+                namespace=self.namespace,
+                field_selector=f"spec.nodeName={self.node}",
+            )
         except KubeError as error:
             raise SharingError(
                 f"cannot list the MPS daemon Pods of node {self.node}: {_why(error)}"

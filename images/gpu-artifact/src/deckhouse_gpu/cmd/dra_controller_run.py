@@ -162,8 +162,15 @@ def start_dra_controller(
     )
     # The GPUClasses' DeviceClasses, under the same lease, reading the allocator's slices and nodes.
     gpu_classes = GpuClassController(
-        api, class_settings or GpuClassSettings(), leadership, controller, _matcher(True), clock
+        api,
+        class_settings or GpuClassSettings(),
+        leadership,
+        controller,
+        _matcher(True),
+        clock,
+        device_classes=controller.classes,  # one DeviceClass watch for both loops
     )
+    controller.class_listeners.append(gpu_classes.on_device_class)
     controller.inventory_listeners.append(gpu_classes.inventory_changed)
     controller.start(stop)
     gpu_classes.start(stop)

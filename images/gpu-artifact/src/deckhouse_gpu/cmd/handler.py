@@ -32,17 +32,16 @@ from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.node_hardware import REAL, NodeHardware
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
 from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
-from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import SystemClock, rfc3339
-from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI
+from deckhouse_gpu.ports.kube import KubeAPI
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
 from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.object_watch import start_watch
+from deckhouse_gpu.services.node_caches import HandlerCaches
 from deckhouse_gpu.services.other_owner import OwnerBoard
 from deckhouse_gpu.services.sharing_keeper import start_daemon_keeper
 from deckhouse_gpu.services.slice_preview import render_nodes
@@ -236,23 +235,30 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     events = EventRecorder(api, COMPONENT, args.node_name, clock)
     xids = wiring.xid_watcher(args, nvml)  # a fatal Xid makes its card unhealthy (DESIGN.md S4.2.3)
     nvml_metered = MeteredNVML(nvml, metrics)
-    capabilities = CapabilitiesPass(api, nvml_metered, args.node_name, events, clock, args.health, xids.board)
+    # Every pass reads these watch caches, never the API (services/node_caches.py).
+    caches = HandlerCaches(api, args.node_name, *(lambda _o, _n: None,) * 3)
+    capabilities = CapabilitiesPass(
+        api, nvml_metered, args.node_name, events, clock, args.health, xids.board, cached=caches.card_writes
+    )
     features = PublisherSettings(
         args.partitionable, args.consumable_capacity, args.device_taints, args.mig_profiles, args.mig_offers
     )
-    publisher = SlicePublisher(api, args.node_name, events, features)
+    publisher = SlicePublisher(api, args.node_name, events, features, cached=caches.slice_writes)
     health = HealthState()
     settings = HandlerSettings(args.heartbeat_seconds, args.health)
     # the kubelet's health stream (KUBERNETES-FACTS.md F6.3)
     device_health = DeviceHealthBoard(args.node_name)
     loop = HandlerLoop(
         capabilities, health, clock, settings, publisher,
-        device_health=device_health, observer=metrics, xid_watcher=xids,
+        device_health=device_health, observer=metrics, xid_watcher=xids, caches=caches,
     )  # fmt: skip
     written = capabilities.written_versions.append
     loop.owners = OwnerBoard(
         api, args.node_name, events, clock, wiring.gpu_processes(args, nvml), metrics, written
     )
+    caches.follow(loop)
+    # Back after losing the server: it may have been upgraded, and the layout follows its version.
+    caches.slices.on_resumed = publisher.forget_version
     plugin = None
     stop = threading.Event()
     if not args.no_kubelet_plugin:
@@ -280,8 +286,7 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         serve_health(health, listen_address(args.health_address), clock.monotonic, also_ready=registered),
         serve_metrics(listen_address(args.metrics_address), metrics.registry),
     ]
-    start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
-    start_watch(api, NODES, None, loop.on_node_change, stop, field_selector=f"metadata.name={args.node_name}")
+    caches.start(stop)
     watching = xids.start(stop)
     loop.run(stop)
     watching.join(xids.wait_seconds * 3)  # its waits are bounded: it sees the stop within one

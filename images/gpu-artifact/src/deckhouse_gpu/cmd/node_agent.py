@@ -32,9 +32,9 @@ from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostReader, HostUnreadable
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI
-from deckhouse_gpu.services.deletion_watch import start_deletion_watch
 from deckhouse_gpu.services.events import EventRecorder
 from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.informer import Informer
 from deckhouse_gpu.services.inventory_sync import InventorySync, read_host
 from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
 
@@ -123,7 +123,16 @@ def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
     metrics = NodeAgentMetrics()
     api = MeteredKube(api, metrics)
     events = EventRecorder(api, COMPONENT, args.node_name, clock)
-    sync = InventorySync(api, host, args.node_name, events, absence_threshold=args.absence_threshold)
+    # This node's PhysicalGPUs, watched: a pass reads them here, never from the API server.
+    cache = Informer(api, PHYSICAL_GPUS, lambda _o, _n: None, label_selector=node_selector(args.node_name))
+    sync = InventorySync(
+        api,
+        host,
+        args.node_name,
+        events,
+        absence_threshold=args.absence_threshold,
+        cache=None if args.once else cache,
+    )
     health = HealthState()
     settings = LoopSettings(resync_seconds=args.resync_seconds)
     loop = NodeAgentLoop(sync, health, clock, settings, observer=metrics)
@@ -142,13 +151,8 @@ def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
             "no udev events; relying on rescans",
             extra={"error": str(error), "resyncSeconds": args.resync_seconds},
         )
-    start_deletion_watch(
-        api,
-        PHYSICAL_GPUS,
-        node_selector(args.node_name),
-        loop.notify_deleted,
-        stop,
-    )
+    cache.on_change = sync.cached.observing(loop.on_cached_card) if sync.cached else loop.on_cached_card
+    threading.Thread(target=cache.run, args=(stop,), name="watch-physicalgpus", daemon=True).start()
     log.info("started", extra={"node": args.node_name, "hostRoot": args.host_root})
     loop.run(stop)
     for server in servers:

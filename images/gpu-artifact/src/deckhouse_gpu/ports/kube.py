@@ -10,7 +10,7 @@ one on the ``kubernetes`` client and an in-memory store used by the tests and th
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from deckhouse_gpu.domain.inventory import physicalgpu
@@ -28,6 +28,9 @@ class Resource:
     kind: str
     namespaced: bool
     has_status: bool = False
+    # Lists and watches ask for metadata only (PartialObjectMetadata): what a cache of big objects
+    # that reads only their names and labels receives (Nodes: their status is most of each event).
+    metadata_only: bool = False
 
     @property
     def api_version(self) -> str:
@@ -35,6 +38,8 @@ class Resource:
 
 
 NODES = Resource("", "v1", "nodes", "Node", namespaced=False, has_status=True)
+# Nodes as PartialObjectMetadata: labels and uid without the status most of every Node event carries.
+NODE_METADATA = replace(NODES, metadata_only=True)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True, has_status=True)
 
@@ -84,7 +89,11 @@ class ObjectList:
 
 @dataclass(frozen=True)
 class WatchEvent:
-    type: Literal["ADDED", "MODIFIED", "DELETED"]
+    """A change; or a ``BOOKMARK``, whose object carries only the ``metadata.resourceVersion`` a
+    watch resumes from (the server sends one now and then on a watch that selects little, so that
+    its version never falls out of the server's window and a reconnect needs no list)."""
+
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
     object: Object
 
 
@@ -102,7 +111,10 @@ class KubeAPI(Protocol):
         namespace: str | None = None,
         field_selector: str | None = None,
     ) -> ObjectList:
-        """``field_selector``: the adapters promise ``metadata.name=<name>`` (a node's own Node)."""
+        """Every item, read page by page (``limit``/``continue``) so that no answer is unbounded.
+        ``field_selector``: comma-separated ``path=value`` or ``path!=value`` terms on the fields
+        the API server can select by (``metadata.name``, ``spec.nodeName``, ``spec.driver``,
+        ``status.phase``)."""
         ...
 
     def create(self, resource: Resource, obj: Object) -> Object: ...
@@ -142,7 +154,8 @@ class KubeAPI(Protocol):
         A too old ``resource_version`` raises ``WatchExpired``, either at this call or while the
         events are iterated (the real server answers 200, then sends an ERROR event; the
         in-memory store fails at the first ``next()``), so callers must catch it around the
-        loop, not just around the call.
+        loop, not just around the call. ``BOOKMARK`` events (asked for on every watch) only move the
+        resourceVersion on: callers resume from it and report nothing.
         """
         ...
 

@@ -31,6 +31,7 @@ from deckhouse_gpu.ports.clock import Clock, rfc3339
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI, KubeError, NotFound, Object
 from deckhouse_gpu.ports.nvml import NVML, NVMLDeviceNotFound, NVMLError, NVMLUnavailable
 from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.own_writes import OwnWrites
 from deckhouse_gpu.services.status_writer import patch_status
 from deckhouse_gpu.services.xid_board import XidBoard
 
@@ -99,8 +100,12 @@ class CapabilitiesPass:
         clock: Clock,
         settings: health.HealthSettings,
         xids: XidBoard | None = None,
+        cached: OwnWrites | None = None,
     ) -> None:
         self.api = api
+        # This node's cards from the watch cache (with our own writes the cache does not show yet);
+        # without one, each pass lists them.
+        self.cached = cached
         self.xids = xids  # fatal Xid errors per card, from the Xid watcher (services/xid_watcher.py)
         self.nvml = nvml
         self.node_name = node_name
@@ -117,7 +122,10 @@ class CapabilitiesPass:
         started = time.perf_counter()
         report = CapabilitiesReport()
         try:
-            cards = self.api.list(PHYSICAL_GPUS, label_selector=node_selector(self.node_name)).items
+            if self.cached is not None:
+                cards = self.cached.items()
+            else:
+                cards = self.api.list(PHYSICAL_GPUS, label_selector=node_selector(self.node_name)).items
         except KubeError as error:
             report.ok = False
             report.failures.append(f"list: {error}")
@@ -224,6 +232,8 @@ class CapabilitiesPass:
         if not patch:
             return
         self.written_versions.append(str(stored["metadata"].get("resourceVersion")))
+        if self.cached is not None:
+            self.cached.wrote(card, stored)
         report.written.append(str(card["metadata"]["name"]))
         old, new = health_changed(before, patch)
         if old != new and update.verdict is not None:

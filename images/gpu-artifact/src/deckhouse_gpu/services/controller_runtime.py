@@ -18,16 +18,23 @@ Loop = Callable[[threading.Event], None]
 
 class ControllerRuntime:
     def __init__(
-        self, prefix: str, queue: WorkQueue, informers: Sequence[Informer], unhealthy_after: float
+        self,
+        prefix: str,
+        queue: WorkQueue,
+        informers: Sequence[Informer],
+        unhealthy_after: float,
+        shared: Sequence[Informer] = (),
     ) -> None:
         self.prefix = prefix
         self.queue = queue
         self.informers = tuple(informers)
+        # Caches another runtime of the process runs (one watch per kind): waited for, not started.
+        self.shared = tuple(shared)
         self.unhealthy_after = unhealthy_after
         self._threads: list[threading.Thread] = []
 
     def synced(self) -> bool:
-        return all(i.synced.is_set() for i in self.informers)
+        return all(i.synced.is_set() for i in self.informers + self.shared)
 
     def idle(self) -> bool:
         """Caches filled and nothing queued or in work: what tests and the simulator wait for."""
@@ -39,7 +46,7 @@ class ControllerRuntime:
         if dead:
             return False, f"threads stopped: {', '.join(dead)}"
         now = time.monotonic()
-        for informer in self.informers:
+        for informer in self.informers + self.shared:
             failing = informer.failing_for(now)
             if failing >= self.unhealthy_after:
                 return False, f"{informer.resource.plural} list/watch failing for {failing:.0f} s"

@@ -50,6 +50,10 @@ from deckhouse_gpu.services.work_queue import WorkQueue
 
 log = logging.getLogger(__name__)
 AUDIT = "audit"
+# The Pods a claim may wait on this controller for: bound to a node by their spec (no scheduler
+# allocated their claims) and not running yet. Pods that run, and Pods the scheduler has not
+# placed, are none of its business.
+ACTIONABLE_PODS = "status.phase=Pending,spec.nodeName!="
 
 
 @dataclass(frozen=True)
@@ -96,14 +100,30 @@ class DraController(RuntimeProbes):
         self.queue = WorkQueue(time.monotonic, settings.backoff_initial_seconds, settings.backoff_max_seconds)
         timeout = settings.watch_timeout_seconds
         self.claims = Informer(api, RESOURCE_CLAIMS, self._on_claim, watch_timeout_seconds=timeout)
+        # Only the Pods it may act on: bound to a node and not started (DESIGN.md D17). The server
+        # filters, so the Pods of the rest of the cluster are neither sent nor held.
         self.pods = Informer(
-            api, PODS, self._on_pod, transform=pod_claims_view, watch_timeout_seconds=timeout
+            api,
+            PODS,
+            self._on_pod,
+            field_selector=ACTIONABLE_PODS,
+            transform=pod_claims_view,
+            watch_timeout_seconds=timeout,
         )
         self.slices = Informer(api, RESOURCE_SLICES, self._on_slice, watch_timeout_seconds=timeout)
-        # Classes are read at every allocation: their changes need no reaction.
-        self.classes = Informer(api, DEVICE_CLASSES, lambda _o, _n: None, watch_timeout_seconds=timeout)
+        # Classes are read at every allocation: their changes need no reaction here; the GPUClass
+        # loop shares this cache and hears them (``class_listeners``).
+        self.class_listeners: list[Callable[[Object | None, Object | None], None]] = []
+        self.classes = Informer(api, DEVICE_CLASSES, self._on_class, watch_timeout_seconds=timeout)
+        # Labels are all it reads of a Node: metadata only, not the status that fills every event.
         self.nodes = Informer(
-            api, NODES, self._on_node, transform=node_labels_view, watch_timeout_seconds=timeout
+            # Whole Nodes, trimmed by the view: a GPUClass needs their device plugins' allocatable
+            # (DESIGN.md D16), which metadata alone does not carry.
+            api,
+            NODES,
+            self._on_node,
+            transform=node_labels_view,
+            watch_timeout_seconds=timeout,
         )
         # Called when the published devices or node labels change (the GPUClass loop's counts).
         self.inventory_listeners: list[Callable[[], None]] = []
@@ -192,6 +212,10 @@ class DraController(RuntimeProbes):
         if newly and new is not None and self.observer is not None and not self.allocation.assumed(new):
             self.observer.observe_allocated(new)
         self.queue.add(AUDIT, self.settings.audit_debounce_seconds)
+
+    def _on_class(self, old: Object | None, new: Object | None) -> None:
+        for listener in self.class_listeners:
+            listener(old, new)
 
     def _on_slice(self, old: Object | None, new: Object | None) -> None:
         self.allocation.slices_changed()

@@ -28,7 +28,7 @@ from deckhouse_gpu.domain.inventory.driver_ready import (
 from deckhouse_gpu.domain.inventory.physicalgpu import DRIVER_READY
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.controller_resources import PODS
-from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, Object
+from deckhouse_gpu.ports.kube import NODE_METADATA, PHYSICAL_GPUS, KubeAPI, Object
 from deckhouse_gpu.services.controller_runtime import ControllerRuntime, RuntimeProbes
 from deckhouse_gpu.services.driver_ready_reconciler import ERROR, DriverReadyReconciler
 from deckhouse_gpu.services.driver_ready_writer import DriverReadyWriter
@@ -92,8 +92,9 @@ class GpuController(RuntimeProbes):
             index_by=pod_node,
             watch_timeout_seconds=timeout,
         )
+        # Only a Node's existence matters here: metadata only, not the status that fills its events.
         self.nodes = Informer(
-            api, NODES, self._on_node, transform=_metadata_only, watch_timeout_seconds=timeout
+            api, NODE_METADATA, self._on_node, transform=_metadata_only, watch_timeout_seconds=timeout
         )
         writer = DriverReadyWriter(api, leadership.is_leader)
         self.reconciler = DriverReadyReconciler(self.cards, self.pods, self.nodes, writer, events, clock)

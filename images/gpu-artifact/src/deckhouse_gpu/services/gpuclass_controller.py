@@ -77,6 +77,7 @@ class GpuClassController(RuntimeProbes):
         cluster: ClusterView,
         matcher: SelectorMatcher,
         clock: Clock,
+        device_classes: Informer | None = None,
     ) -> None:
         self.api = api
         self.settings = settings
@@ -87,12 +88,18 @@ class GpuClassController(RuntimeProbes):
         self.queue = WorkQueue(time.monotonic, settings.backoff_initial_seconds, settings.backoff_max_seconds)
         timeout = settings.watch_timeout_seconds
         self.gpu_classes = Informer(api, GPU_CLASSES, self._on_change, watch_timeout_seconds=timeout)
-        self.device_classes = Informer(api, DEVICE_CLASSES, self._on_change, watch_timeout_seconds=timeout)
+        # The allocator's DeviceClass cache when it runs beside (one watch of the kind per process;
+        # its changes reach ``on_device_class``), else one of its own.
+        own = device_classes is None
+        self.device_classes = device_classes or Informer(
+            api, DEVICE_CLASSES, self._on_change, watch_timeout_seconds=timeout
+        )
         self.runtime = ControllerRuntime(
             "gpu-dra-controller-gpuclass",
             self.queue,
-            (self.gpu_classes, self.device_classes),
+            (self.gpu_classes, self.device_classes) if own else (self.gpu_classes,),
             settings.unhealthy_after_seconds,
+            shared=() if own else (self.device_classes,),
         )
 
     # -- events -------------------------------------------------------------------------------
@@ -107,6 +114,10 @@ class GpuClassController(RuntimeProbes):
 
     def inventory_changed(self) -> None:
         self.enqueue_all(self.settings.inventory_debounce_seconds)
+
+    def on_device_class(self, old: Object | None, new: Object | None) -> None:
+        """A change of the shared DeviceClass cache."""
+        self._on_change(old, new)
 
     def _on_change(self, old: Object | None, new: Object | None) -> None:
         for item in (old, new):

@@ -1,10 +1,13 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""gpu-handler's loop: capabilities and ResourceSlices on PhysicalGPU and Node changes, retries, a heartbeat.
+"""gpu-handler's loop: capabilities and ResourceSlices on PhysicalGPU, Node and slice changes,
+retries, a heartbeat.
 
 The heartbeat exists only for silent NVML failures (a card falls off the bus without any API
-event); everything else is driven by the watch on this node's PhysicalGPUs (DESIGN.md D10).
+event); everything else is driven by the watches on this node's PhysicalGPUs, Node and
+ResourceSlices (DESIGN.md D10). With the watch caches (``HandlerCaches``) a pass reads nothing from
+the API server and writes only what differs: an idle node sends no request at all.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from deckhouse_gpu.domain.inventory.other_owner import node_owner
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode, eligible
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
-from deckhouse_gpu.ports.kube import NODES, KubeError, WatchEvent
+from deckhouse_gpu.ports.kube import NODES, KubeError, NotFound, Object, WatchEvent
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.node_caches import HandlerCaches
 from deckhouse_gpu.services.other_owner import OwnerBoard
 from deckhouse_gpu.services.slice_publisher import LABEL_MIG, LABEL_SHARING, InvalidPool, SlicePublisher
 from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
@@ -58,6 +62,14 @@ def watchable(cards: list[dict[str, Any]]) -> list[str]:
     return [str(c["status"]["pciInfo"]["address"]) for c in cards if gate(c.get("status") or {}) is None]
 
 
+def name_of(obj: Object | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("name") or "")
+
+
+def version_of(obj: Object) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
 class HandlerLoop(TriggerLoop):
     def __init__(
         self,
@@ -70,8 +82,10 @@ class HandlerLoop(TriggerLoop):
         device_health: DeviceHealthBoard | None = None,
         observer: PublishObserver | None = None,
         xid_watcher: XidWatcher | None = None,
+        caches: HandlerCaches | None = None,
     ) -> None:
         super().__init__(self._pass, health, clock, settings.timing)
+        self.caches = caches  # without them, each pass reads the cards, the Node and the slices
         self.capabilities = capabilities
         self.settings = settings
         self.publisher = publisher
@@ -127,7 +141,40 @@ class HandlerLoop(TriggerLoop):
             self._node_signals = signals
             self.notify(Trigger("node", "labels or owner changed" if event else "relisted"))
 
+    def on_cached_card(self, old: Object | None, new: Object | None) -> None:
+        """The PhysicalGPU cache's callback; ignores the events of the handler's own writes."""
+        if new is not None and old is not None and str(version_of(new)) in self.capabilities.written_versions:
+            return
+        self.notify(Trigger("watch", f"card {name_of(new or old)}"))
+
+    def on_cached_node(self, old: Object | None, new: Object | None) -> None:
+        """The Node cache's callback: its sharing/MIG labels and another owner of its cards decide
+        the offers; the kubelet's other status changes cause no pass."""
+        labels = ((new or {}).get("metadata") or {}).get("labels") or {}
+        relevant = {key: value for key, value in labels.items() if key in (LABEL_SHARING, LABEL_MIG)}
+        signals = (relevant, node_owner(new) if new is not None else None)
+        if old is None or new is None or signals != self._node_signals:
+            self._node_signals = signals
+            self.notify(Trigger("node", "labels or owner changed"))
+
+    def on_cached_slice(self, old: Object | None, new: Object | None) -> None:
+        """The slice cache's callback: a slice someone else changed or deleted is written back
+        (DESIGN.md D10), as upstream's ResourceSlice controller does; our own writes wake nobody."""
+        if self.caches is not None and new is not None and self.caches.slice_writes.own(new):
+            return
+        self.notify(Trigger("slices", f"{'deleted' if new is None else 'changed'} {name_of(new or old)}"))
+
+    def _node(self) -> Object:
+        if self.caches is None:  # the Node as the watch last delivered it, else read
+            return self._watched_node or self.capabilities.api.get(NODES, self.capabilities.node_name)
+        node = self.caches.node_object()
+        if node is None:
+            raise NotFound(f"Node {self.capabilities.node_name} is not in the watch cache (yet)")
+        return node
+
     def _pass(self, triggers: list[Trigger]) -> PassOutcome:
+        if self.caches is not None and not self.caches.synced():
+            return PassOutcome(ok=False, next_delay=0.0, error="waiting for the watch caches to fill")
         report = self.capabilities.run()
         if report.listed and self.device_health is not None:
             self.device_health.update(report.cards, self.capabilities.clock.now())
@@ -136,7 +183,7 @@ class HandlerLoop(TriggerLoop):
         published = None
         if report.ok and self.publisher is not None:
             try:
-                node = self._watched_node or self.capabilities.api.get(NODES, self.capabilities.node_name)
+                node = self._node()
                 cards, modes = report.cards, self.active_modes()
                 if self.owners is not None:
                     cards = self.owners.apply(cards, node, modes, self.prepared_claims())

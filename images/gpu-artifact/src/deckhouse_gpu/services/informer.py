@@ -3,12 +3,13 @@
 
 """A list-and-watch cache of one kind of object, with an index and change callbacks.
 
-The controller reads only from these caches and calls the API only to write, so a burst of
+The components read only from these caches and call the API only to write, so a burst of
 pod or card events costs no API requests unless something must change. A list replaces the
-cache atomically (never an empty moment that would read as "no validator pods"), a watch
-resumes from the last resourceVersion it saw, and an expired watch lists again, reporting
-what changed in between as ordinary changes. Cached objects are shared, never copied: readers
-and change handlers must treat them as read-only.
+cache atomically (never an empty moment that would read as "no validator pods"). A watch asks for
+bookmarks and resumes from the last resourceVersion it saw, whether the server ended the stream
+at its timeout or the connection failed; only an expired version (410) lists again, reporting
+what changed in between as ordinary changes, as client-go's reflector does. Cached objects are
+shared, never copied: readers and change handlers must treat them as read-only.
 """
 
 from __future__ import annotations
@@ -46,18 +47,21 @@ class Informer:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         index_by: IndexBy | None = None,
         transform: Transform | None = None,
         watch_timeout_seconds: int = 300,
         retry_seconds: float = 1.0,
         retry_max_seconds: float = 30.0,
         draw: Callable[[], float] = random.random,
+        on_resumed: Callable[[], None] | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
         self.on_change = on_change
         self.namespace = namespace
         self.label_selector = label_selector
+        self.field_selector = field_selector
         self._index_by = index_by or (lambda _: None)
         self._transform = transform or (lambda obj: obj)  # what the cache keeps of each object
         self.watch_timeout_seconds = watch_timeout_seconds
@@ -69,6 +73,12 @@ class Informer:
         self._store: dict[Key, Object] = {}
         self._index: dict[str, set[Key]] = defaultdict(set)
         self._failing_since: float | None = None
+        # Called when the list or watch works again after a failure or an expiry: whatever the
+        # server is now (restarted, upgraded) may need a fresh look.
+        self.on_resumed = on_resumed
+        self._lost = False
+        self._failures = 0  # failed lists or watches in a row
+        self._version = ""  # the last resourceVersion seen: where a watch resumes
 
     def items(self) -> list[Object]:
         with self._lock:
@@ -94,53 +104,91 @@ class Informer:
     def list_once(self) -> str:
         """Lists and replaces the cache (reporting the differences); returns the list's version."""
         with bulk_load():  # a whole cluster's objects at once (services/bulk_load.py)
-            listed = self.api.list(self.resource, self.label_selector, self.namespace)
+            listed = self.api.list(
+                self.resource, self.label_selector, self.namespace, field_selector=self.field_selector
+            )
             self._replace(listed.items)
-        self._failing_since = None
+        self._version = listed.resource_version
+        self._working()
         self.synced.set()
         return listed.resource_version
 
     def run(self, stop: threading.Event) -> None:
-        """Lists, then follows the watch, until ``stop``; failures back off up to ``retry_max_seconds``."""
+        """Lists, then follows the watch, until ``stop``; failures back off up to ``retry_max_seconds``
+        and resume the watch where it was; only an expired version lists again."""
         where = {
             "resource": self.resource.plural,
             "namespace": self.namespace,
             "selector": self.label_selector,
+            "fieldSelector": self.field_selector,
         }
-        backoff, failures = Backoff(self.retry_seconds, self.retry_max_seconds), 0
+        backoff = Backoff(self.retry_seconds, self.retry_max_seconds)
+        listed = False
         while not stop.is_set():
             try:
-                version = self.list_once()
-                failures = 0
-                self._follow(version, stop)
+                if not listed:
+                    self.list_once()
+                    listed = True
+                self._follow(stop)
             except WatchExpired:
-                log.debug("watch expired; listing again", extra=where)
+                log.info("watch expired; listing again", extra=where)
+                listed, self._lost = False, True
             except KubeError as error:
                 if self._failing_since is None:
                     self._failing_since = time.monotonic()
-                failures += 1
+                self._lost = True
+                self._failures += 1
                 # Jittered, and never before the server's Retry-After (domain/backoff.py).
-                delay = backoff.delay(failures, self._draw(), getattr(error, "retry_after", None))
+                retry_after = getattr(error, "retry_after", None)
+                delay = backoff.delay(self._failures, self._draw(), retry_after)
                 log.warning(
                     "list or watch failed; retrying",
                     extra={**where, "error": str(error), "retrySeconds": round(delay, 2)},
                 )
                 stop.wait(delay)
 
-    def _follow(self, version: str, stop: threading.Event) -> None:
+    def _working(self, delivered: bool = True) -> None:
+        """The server answered: a list, or a watch opened (``delivered`` once it sent or ended
+        cleanly, which alone resets the backoff: a watch that opens and fails at once keeps it)."""
+        self._failing_since = None
+        if delivered:
+            self._failures = 0
+        if self._lost:
+            self._lost = False
+            if self.on_resumed is not None:
+                try:
+                    self.on_resumed()
+                except Exception:
+                    log.exception("resume handler failed", extra={"resource": self.resource.plural})
+
+    def _follow(self, stop: threading.Event) -> None:
         while not stop.is_set():
             started, seen = time.monotonic(), 0
+            # Spread over [min, 2*min), as client-go's reflector: the watches of a thousand nodes,
+            # opened together, do not all come back to the server at the same moment.
+            timeout = int(self.watch_timeout_seconds * (1.0 + self._draw()))
             stream = self.api.watch(
-                self.resource, version, self.label_selector, self.namespace, self.watch_timeout_seconds
+                self.resource,
+                self._version,
+                self.label_selector,
+                self.namespace,
+                timeout,
+                field_selector=self.field_selector,
             )
+            self._working(delivered=False)
             for event in stream:
+                if not seen:
+                    self._working()
                 seen += 1
                 meta = event.object.get("metadata") or {}
-                version = str(meta.get("resourceVersion") or version)
+                self._version = str(meta.get("resourceVersion") or self._version)
+                if event.type == "BOOKMARK":
+                    continue
                 kept = None if event.type == "DELETED" else self._transform(event.object)
                 self._apply(kept, event.object)
                 if stop.is_set():
                     return
+            self._working()  # ended by the server at its timeout: the stream worked
             if not seen and time.monotonic() - started < 1.0:
                 # A stream closed at once with nothing in it (a proxy cutting watches): don't spin.
                 stop.wait(self.retry_seconds)

@@ -20,6 +20,8 @@ from deckhouse_gpu.domain.inventory.sync_plan import plan_sync
 from deckhouse_gpu.ports.host import HostReader, HostUnreadable
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, KubeError, NotFound
 from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.informer import Informer
+from deckhouse_gpu.services.own_writes import OwnWrites
 from deckhouse_gpu.services.physicalgpu_writer import PhysicalGPUWriter
 
 log = logging.getLogger(__name__)
@@ -63,8 +65,13 @@ class InventorySync:
         node_name: str,
         events: EventRecorder,
         absence_threshold: int = 2,
+        cache: Informer | None = None,
     ) -> None:
         self.api = api
+        # This node's PhysicalGPUs from the watch cache, with our own writes it does not show yet;
+        # without one, each pass lists them.
+        self.cache = cache
+        self.cached = OwnWrites(cache.items) if cache is not None else None
         self.host = host
         self.node_name = node_name
         self.events = events
@@ -92,7 +99,7 @@ class InventorySync:
         report.device_errors = inventory.errors
         for error in inventory.errors:
             log.warning("device skipped", extra={"pciAddress": error.address, "error": error.message})
-        stored = self.api.list(PHYSICAL_GPUS, label_selector=node_selector(self.node_name)).items
+        stored = self._stored()
         owner = self._node_owner()
         plan = plan_sync(
             self.node_name,
@@ -110,8 +117,10 @@ class InventorySync:
             self._guarded(report, gpu.name, partial(self._create, gpu, owner, report))
         for gpu, obj in plan.update:
             self._guarded(report, gpu.name, partial(self._update, gpu, obj, owner, report))
+        by_name = {str(obj["metadata"]["name"]): obj for obj in stored}
         for removal in plan.delete:
             if self.writer.delete(removal.name, removal.uid):
+                self._wrote(by_name.get(removal.name), None)
                 report.deleted.append(removal.name)
                 log.info("PhysicalGPU deleted", extra={"physicalgpu": removal.name, "reason": removal.reason})
                 gone = {
@@ -121,6 +130,21 @@ class InventorySync:
                 }
                 message = f"GPU {removal.address or '?'} left node {self.node_name}: {removal.reason}"
                 self.events.record(gone, "Normal", "PhysicalGPUDeleted", message)
+
+    def _stored(self) -> list[dict[str, Any]]:
+        if self.cache is None or self.cached is None:
+            return self.api.list(PHYSICAL_GPUS, label_selector=node_selector(self.node_name)).items
+        if not self.cache.synced.is_set():
+            raise KubeError("the PhysicalGPU watch cache is not filled yet")
+        return self.cached.items()
+
+    def _wrote(self, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+        if self.cached is not None and (before is not None or after is not None):
+            self.cached.wrote(before, after)
+
+    def own(self, obj: dict[str, Any]) -> bool:
+        """Whether a watch event's object is the result of one of our writes."""
+        return self.cached is not None and self.cached.own(obj)
 
     def _guarded(self, report: SyncReport, name: str, action: Callable[[], None]) -> None:
         """One card's API failure never stops the others; the pass is retried as a whole."""
@@ -133,6 +157,7 @@ class InventorySync:
 
     def _create(self, gpu: DesiredGPU, owner: dict[str, Any] | None, report: SyncReport) -> None:
         obj = self.writer.create(gpu, owner)
+        self._wrote(None, obj)
         report.created.append(gpu.name)
         log.info("PhysicalGPU created", extra={"physicalgpu": gpu.name, "pciAddress": gpu.address})
         pci = gpu.status["pciInfo"]
@@ -144,7 +169,7 @@ class InventorySync:
     def _update(
         self, gpu: DesiredGPU, obj: Mapping[str, Any], owner: dict[str, Any] | None, report: SyncReport
     ) -> None:
-        self.writer.update(gpu, dict(obj), owner)
+        self._wrote(dict(obj), self.writer.update(gpu, dict(obj), owner))
         report.updated.append(gpu.name)
         log.info("PhysicalGPU updated", extra={"physicalgpu": gpu.name})
         before = ((obj.get("status") or {}).get("currentState") or {}).get("driverName")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from deckhouse_gpu.ports.clock import Clock
+from deckhouse_gpu.ports.kube import Object
 from deckhouse_gpu.services.health import HealthState
 from deckhouse_gpu.services.inventory_sync import InventorySync, SyncReport
 from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
@@ -56,6 +57,14 @@ class NodeAgentLoop(TriggerLoop):
 
     def notify_deleted(self, name: str) -> None:
         self.notify(Trigger("watch", f"deleted {name}"))
+
+    def on_cached_card(self, old: Object | None, new: Object | None) -> None:
+        """The PhysicalGPU cache's callback: a card deleted or changed by someone else is written
+        back (a pass compares and writes only what differs); our own writes wake nothing."""
+        if new is not None and self.sync.own(new):
+            return
+        name = str(((new or old or {}).get("metadata") or {}).get("name") or "")
+        self.notify(Trigger("watch", f"{'deleted' if new is None else 'changed'} {name}"))
 
     def notify_udev(self, action: str, address: str) -> None:
         if self.observer is not None:

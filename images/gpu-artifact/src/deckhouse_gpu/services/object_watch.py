@@ -1,10 +1,12 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Follows changes of a set of objects: list for a resourceVersion, watch from it, start over.
+"""Follows changes of a set of objects: list for a resourceVersion, then watch from it for good.
 
-The list that starts each round is also reported (as ``None``), because changes may have been
-missed while the watch was down; callers then re-check everything.
+A watch asks for bookmarks and resumes from the last resourceVersion it saw, after the server's
+timeout and after a failed connection alike; only an expired version (410) lists again, and
+that list is reported (as ``None``) because changes may have been missed; callers then re-check
+everything.
 """
 
 from __future__ import annotations
@@ -35,37 +37,46 @@ def watch_objects(
     field_selector: str | None = None,
     draw: Callable[[], float] = random.random,
 ) -> None:
-    """Runs until ``stop``; ``on_change(None)`` after every (re)list, the event otherwise. A failed
+    """Runs until ``stop``; ``on_change(None)`` after every relist, the event otherwise. A failed
     list or watch is retried after ``backoff`` (exponential, jittered, at least the server's
-    Retry-After); a successful list starts the backoff afresh."""
+    Retry-After); a watch that delivered starts the backoff afresh. Each watch lasts
+    ``timeout_seconds`` to twice that, spread at random as client-go's reflector spreads them."""
     first = True
     failures = 0
+    version: str | None = None  # None: list first
     while not stop.is_set():
         try:
-            listed = api.list(
-                resource, label_selector=label_selector, namespace=namespace, field_selector=field_selector
-            )
-            version = listed.resource_version
-            failures = 0
-            if not first:
-                on_change(None)
-            first = False
+            if version is None:
+                listed = api.list(
+                    resource,
+                    label_selector=label_selector,
+                    namespace=namespace,
+                    field_selector=field_selector,
+                )
+                version = listed.resource_version
+                failures = 0
+                if not first:
+                    on_change(None)
+                first = False
             while not stop.is_set():
                 events = api.watch(
                     resource,
                     version,
                     label_selector,
                     namespace,
-                    timeout_seconds=timeout_seconds,
+                    timeout_seconds=int(timeout_seconds * (1.0 + draw())),
                     field_selector=field_selector,
                 )
                 for event in events:
+                    failures = 0
                     version = str(event.object.get("metadata", {}).get("resourceVersion", version))
-                    on_change(event)
+                    if event.type != "BOOKMARK":
+                        on_change(event)
                     if stop.is_set():
                         return
         except WatchExpired:
-            log.debug("watch expired; listing again", extra={"resource": resource.plural})
+            log.info("watch expired; listing again", extra={"resource": resource.plural})
+            version = None
         except KubeError as error:
             failures += 1
             delay = backoff.delay(failures, draw(), getattr(error, "retry_after", None))

@@ -56,9 +56,12 @@ def start_wanted(
     """Starts the wanted daemons that are not running (those named in ``only``, when given); the
     ones it had to create."""
     names = None if only is None else set(only)
+    wanted_now = wanted(checkpoint, host)
+    if not wanted_now:
+        return []  # no shares on this node: nothing to ask the API server (the keeper's usual round)
     running = host.daemons.running()
     started = []
-    for name, daemon in sorted(wanted(checkpoint, host).items()):
+    for name, daemon in sorted(wanted_now.items()):
         if (names is None or name in names) and name not in running and host.daemons.start(daemon):
             started.append(daemon)
     return started

@@ -34,10 +34,12 @@ from deckhouse_gpu.domain.offers.dropped_fields import (
 )
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule, for_node, unknown_profiles
 from deckhouse_gpu.domain.offers.model import DRIVER, OfferPolicy
+from deckhouse_gpu.domain.offers.slice_compare import comparable
 from deckhouse_gpu.domain.offers.slice_layout import layout, slice_manifest
 from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import RESOURCE_SLICES, KubeAPI, Object
 from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.own_writes import OwnWrites
 
 log = logging.getLogger(__name__)
 
@@ -92,27 +94,27 @@ def node_policy(
     )
 
 
-def _comparable(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """What must match for a stored slice to count as unchanged (the generation may differ)."""
-    spec = dict(obj.get("spec") or {})
-    spec["pool"] = {k: v for k, v in (spec.get("pool") or {}).items() if k != "generation"}
-    metadata = obj.get("metadata") or {}
-    return {
-        "labels": metadata.get("labels") or {},
-        "owners": metadata.get("ownerReferences") or [],
-        "spec": spec,
-    }
-
-
 class InvalidPool(ValueError):
     """The rendered slices break an API rule; nothing was written."""
 
 
 class SlicePublisher:
     def __init__(
-        self, api: KubeAPI, node_name: str, events: EventRecorder, settings: PublisherSettings
+        self,
+        api: KubeAPI,
+        node_name: str,
+        events: EventRecorder,
+        settings: PublisherSettings,
+        cached: OwnWrites | None = None,
     ) -> None:
         self.api = api
+        # This node's slices from the watch cache (with our own writes it does not show yet);
+        # without one, each publish lists them.
+        self.cached = cached
+        # With the watch caches the version is read again only when they come back after losing
+        # the server (``forget_version``): an upgrade restarts the API server. Without them, every
+        # few minutes.
+        self.version_expires = cached is None
         self.node_name = node_name
         self.events = events
         self.settings = settings
@@ -129,10 +131,15 @@ class SlicePublisher:
         """The API server's minor version; re-read every few minutes so that after a control-plane
         upgrade (1.34 -> 1.35) the pool moves to the new layout without a restart."""
         now = time.monotonic()
-        if self._minor is None or now - self._minor_read_at >= VERSION_TTL_SECONDS:
+        expired = self.version_expires and now - self._minor_read_at >= VERSION_TTL_SECONDS
+        if self._minor is None or expired:
             self._minor = self.api.server_version()[1]
             self._minor_read_at = now
         return self._minor
+
+    def forget_version(self) -> None:
+        """The API server may have changed (it was lost and is back): read its version again."""
+        self._minor = None
 
     def publish(
         self, cards: list[Object], node: Object | None, active: Mapping[str, ActiveMode] | None = None
@@ -170,10 +177,12 @@ class SlicePublisher:
         offers = [card_offers for card_offers in found if card_offers is not None]
         contents = layout(self.node_name, offers, self.minor())
         owner = _owner(node)
+        if self.cached is not None:
+            listed = self.cached.items()
+        else:
+            listed = self.api.list(RESOURCE_SLICES, label_selector=node_selector(self.node_name)).items
         stored = {
-            obj["metadata"]["name"]: obj
-            for obj in self.api.list(RESOURCE_SLICES, label_selector=node_selector(self.node_name)).items
-            if (obj.get("spec") or {}).get("driver") == DRIVER
+            obj["metadata"]["name"]: obj for obj in listed if (obj.get("spec") or {}).get("driver") == DRIVER
         }
         generations = {int((obj["spec"].get("pool") or {}).get("generation", 0)) for obj in stored.values()}
         desired = [
@@ -191,7 +200,7 @@ class SlicePublisher:
         changed = [
             d
             for d in desired
-            if not same_slices or _comparable(stored[d["metadata"]["name"]]) != _comparable(d)
+            if not same_slices or comparable(stored[d["metadata"]["name"]]) != comparable(d)
         ]
         if same_slices and not changed:
             return
@@ -210,6 +219,8 @@ class SlicePublisher:
             self._write(manifest, stored.get(manifest["metadata"]["name"]), report)
         for name in set(stored) - {d["metadata"]["name"] for d in desired}:
             self.api.delete(RESOURCE_SLICES, name, uid=stored[name]["metadata"].get("uid"))
+            if self.cached is not None:
+                self.cached.wrote(stored[name], None)
             report.writes += 1
         log.info(
             "ResourceSlices published",
@@ -239,6 +250,8 @@ class SlicePublisher:
             patch = create_patch(have, wanted)
             patch.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
             result = self.api.patch(RESOURCE_SLICES, manifest["metadata"]["name"], patch)
+        if self.cached is not None:
+            self.cached.wrote(current, result)
         report.writes += 1
         for feature in sorted(dropped_features(manifest, result)):
             self._give_up(feature, report)
