@@ -17,6 +17,7 @@ from benchmarks import (
     handler,
     kubectl_gpu,
     kubelet_socket,
+    mig_packing,
     node_agent,
     prepare,
     real_scheduler,
@@ -45,7 +46,8 @@ def main() -> None:
     soak.run()
     fuzz.run()
     # Last: real kube-apiserver and kube-scheduler binaries, 40 and 200 nodes (tens of minutes).
-    real_scheduler.run()
+    real_scheduler.run(variants=("claim template", "MIG 1g.10gb"))
+    mig_packing.run()
 
 
 if __name__ == "__main__":

@@ -75,6 +75,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     wiring.add_nvml_arguments(run)
     wiring.add_policy_arguments(run)
     run.add_argument(
+        "--offers-follow-classes",
+        choices=("true", "false"),
+        default=os.environ.get("OFFERS_FOLLOW_CLASSES") or "true",
+        help="publish only the offers some DeviceClass of the cluster may select, following a "
+        "watch of DeviceClasses (env OFFERS_FOLLOW_CLASSES; DESIGN.md D19)",
+    )
+    run.add_argument(
         "--health-address",
         default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8082"),
         help="host:port of /healthz and /readyz (env HEALTH_ADDRESS)",
@@ -270,6 +277,8 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         serve_health(health, listen_address(args.health_address), clock.monotonic, also_ready=registered),
         serve_metrics(listen_address(args.metrics_address), metrics.registry),
     ]
+    if args.offers_follow_classes == "true":
+        wiring.follow_device_classes(api, publisher, loop.on_class_change, stop)
     start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
     start_watch(api, NODES, None, loop.on_node_change, stop, field_selector=f"metadata.name={args.node_name}")
     watching = xids.start(stop)

@@ -18,7 +18,7 @@ from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings, gate
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode, eligible
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import Clock
-from deckhouse_gpu.ports.kube import NODES, KubeError, WatchEvent
+from deckhouse_gpu.ports.kube import NODES, KubeError, Object, WatchEvent
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.health import HealthState
@@ -113,6 +113,12 @@ class HandlerLoop(TriggerLoop):
         if event is None or relevant != self._node_labels:
             self._node_labels = relevant
             self.notify(Trigger("node", "labels changed" if event else "relisted"))
+
+    def on_class_change(self, old: Object | None, new: Object | None) -> None:
+        """DeviceClass cache callback (selectors only, domain/offers/class_demand.py): a class
+        created, deleted or given other selectors changes what this node offers (DESIGN.md D19)."""
+        name = ((new or old or {}).get("metadata") or {}).get("name")
+        self.notify(Trigger("classes", f"{'deleted' if new is None else 'changed'} {name}"))
 
     def _pass(self, triggers: list[Trigger]) -> PassOutcome:
         report = self.capabilities.run()
