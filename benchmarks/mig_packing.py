@@ -68,6 +68,7 @@ def classes() -> list[dict[str, Any]]:
                     {
                         "cel": {
                             "expression": 'device.driver == "gpu.deckhouse.io" && '
+                            'device.attributes["gpu.deckhouse.io"].deviceType == "MIG" && '
                             f'device.attributes["gpu.deckhouse.io"].migProfile == "{profile}"'
                         }
                     }
@@ -193,8 +194,10 @@ def _verdict(cluster: RealCluster, name: str, timeout: float = 60) -> bool:
         if pod["spec"].get("nodeName"):
             return True
         for condition in (pod.get("status") or {}).get("conditions") or []:
-            if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
-                return False
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                if condition.get("reason") == "Unschedulable":
+                    return False
+                raise RuntimeError(f"pod {name}: {condition.get('reason')}: {condition.get('message')}")
         time.sleep(0.05)
     raise TimeoutError(f"pod {name}: no scheduling verdict in {timeout:.0f} s")
 
@@ -271,9 +274,16 @@ def run_order(
 
 
 def report(outcomes: Sequence[Outcome]) -> None:
-    print(f"  {'order':<8}{'arrivals':>9}{'placed':>8}{'Pending':>9}{'Pending, optimal would place':>30}")
+    print(
+        f"  {'order':<8}{'arrivals':>9}{'placed':>8}{'Pending':>9}{'Pending, optimal would place':>30}"
+        f"{'wall s':>8}  placed by profile"
+    )
     for o in outcomes:
-        print(f"  {o.order:<8}{o.arrivals:>9}{o.placed:>8}{o.pending:>9}{o.pending_packable:>30}")
+        profiles = ", ".join(f"{p} {o.placed_by_profile.get(p, 0)}" for p, _ in MIX)
+        print(
+            f"  {o.order:<8}{o.arrivals:>9}{o.placed:>8}{o.pending:>9}{o.pending_packable:>30}"
+            f"{o.seconds:>8.0f}  {profiles}"
+        )
 
 
 def run(

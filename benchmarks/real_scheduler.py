@@ -52,11 +52,13 @@ EXTENDED = "gpu.deckhouse.io/bench-h100"
 MIG_CLASS = "bench-h100-1g"
 RESTRICTED = frozenset(("1g.10gb", "3g.40gb", "7g.80gb"))
 OURS = 'device.driver == "gpu.deckhouse.io"'
+# A whole card has no migProfile: without the deviceType term the selector would fail on it.
+MIG = f'{OURS} && device.attributes["gpu.deckhouse.io"].deviceType == "MIG"'
 # The typical class set: whole cards, and two MIG profiles (the MIG Pods ask for the first).
 TYPICAL_CLASSES = {
     CLASS: f'{OURS} && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"',
-    MIG_CLASS: f'{OURS} && device.attributes["gpu.deckhouse.io"].migProfile == "1g.10gb"',
-    "bench-h100-3g": f'{OURS} && device.attributes["gpu.deckhouse.io"].migProfile == "3g.40gb"',
+    MIG_CLASS: f'{MIG} && device.attributes["gpu.deckhouse.io"].migProfile == "1g.10gb"',
+    "bench-h100-3g": f'{MIG} && device.attributes["gpu.deckhouse.io"].migProfile == "3g.40gb"',
 }
 TYPICAL = demand_of(
     [{"metadata": {"name": name}, "spec": {"selectors": [{"cel": {"expression": expression}}]}}

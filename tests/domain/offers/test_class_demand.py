@@ -22,7 +22,8 @@ WHOLE = f'{OURS} && device.attributes["gpu.deckhouse.io"].deviceType == "Physica
 
 
 def mig(profile: str) -> str:
-    return f'{OURS} && device.attributes["gpu.deckhouse.io"].migProfile == "{profile}"'
+    attributes = 'device.attributes["gpu.deckhouse.io"]'
+    return f'{OURS} && {attributes}.deviceType == "MIG" && {attributes}.migProfile == "{profile}"'
 
 
 def device_class(name: str, *expressions: str) -> dict[str, Any]:
