@@ -374,7 +374,7 @@ def main() -> None:
         args.cards,
         args.arrivals,
         args.mean_life,
-        args.seed,
+        [int(seed) for seed in args.seeds.split(",")],
         args.scheduler,
         args.orders.split(","),
     )
