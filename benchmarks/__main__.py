@@ -18,6 +18,7 @@ from benchmarks import (
     handler,
     kubectl_gpu,
     kubelet_socket,
+    mig_packing,
     node_agent,
     prepare,
     real_scheduler,
@@ -46,9 +47,10 @@ def main() -> None:
     soak.run()
     fuzz.run()
     # Real binaries: the API load of simulated nodes and the controllers' memory (minutes), then
-    # kube-scheduler at 40 and 200 nodes (tens of minutes).
+    # kube-scheduler at 40 and 200 nodes and the MIG packing stream (tens of minutes).
     api_load.run()
-    real_scheduler.run()
+    real_scheduler.run(variants=("claim template", "MIG 1g.10gb"))
+    mig_packing.run()
 
 
 if __name__ == "__main__":

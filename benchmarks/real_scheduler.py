@@ -4,12 +4,15 @@
 """What the real kube-scheduler pays for our offers (issue 32): real kube-apiserver and
 kube-scheduler binaries (testkit/real_cluster.py), N fake GPU nodes of 8 H100 each publishing the
 slices gpu-handler renders for them, P Pods each with one whole-card claim from a
-ResourceClaimTemplate (and a variant through the class's extended resource), per layout:
+ResourceClaimTemplate (variants: through the class's extended resource; a 1g.10gb MIG claim), per
+layout:
 
 - plain: whole cards, no MIG, no counters (what nodes labelled ``gpu.deckhouse.io/mig=false``
   publish: "MIG off" renders exactly this),
 - default: every MIG profile and placement, with counters (the module's default),
 - 3 profiles: the layout under ``dra.migProfiles`` restricted to 1g.10gb, 3g.40gb and 7g.80gb,
+- typical classes: what a node publishes when the cluster's DeviceClasses are a typical set, whole
+  cards plus 1g.10gb and 3g.40gb (offers follow the classes, DESIGN.md D19),
 
 on 1.35, 1.36 and 1.36 with upstream PR #138917 (the change of 1.37). Figures: Pods bound per
 second of wall time and the scheduler process's CPU milliseconds per bound Pod, read from
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from deckhouse_gpu.domain.offers.card_offers import card_offers
+from deckhouse_gpu.domain.offers.class_demand import demand_of
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
 from testkit.gpu_objects import node_cards
@@ -45,12 +49,28 @@ TOKEN = "nodetemplatex"
 NAMESPACE = "bench"
 CLASS = "bench-h100"
 EXTENDED = "gpu.deckhouse.io/bench-h100"
+MIG_CLASS = "bench-h100-1g"
 RESTRICTED = frozenset(("1g.10gb", "3g.40gb", "7g.80gb"))
+OURS = 'device.driver == "gpu.deckhouse.io"'
+# A whole card has no migProfile: without the deviceType term the selector would fail on it.
+MIG = f'{OURS} && device.attributes["gpu.deckhouse.io"].deviceType == "MIG"'
+# The typical class set: whole cards, and two MIG profiles (the MIG Pods ask for the first).
+TYPICAL_CLASSES = {
+    CLASS: f'{OURS} && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"',
+    MIG_CLASS: f'{MIG} && device.attributes["gpu.deckhouse.io"].migProfile == "1g.10gb"',
+    "bench-h100-3g": f'{MIG} && device.attributes["gpu.deckhouse.io"].migProfile == "3g.40gb"',
+}
+TYPICAL = demand_of(
+    [{"metadata": {"name": name}, "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+     for name, expression in TYPICAL_CLASSES.items()]
+)  # fmt: skip
 LAYOUTS = {
     "plain": OfferPolicy(mig=False),
     "default": OfferPolicy(),
     "3 profiles": OfferPolicy(mig_profiles=(("h100-sxm5-80gb", RESTRICTED),)),
+    "typical": OfferPolicy(demand=TYPICAL),
 }
+VARIANTS = ("claim template", "extended resource", "MIG 1g.10gb")
 # dra.migOffers OptIn in a big cluster: this many nodes (labelled gpu.deckhouse.io/mig=true)
 # publish the default layout, every other node whole cards only.
 OPT_IN = {"16 opt-in": 16}
@@ -127,27 +147,28 @@ def setup_classes(cluster: RealCluster) -> None:
     cluster.wait_for(
         lambda: cluster.get("v1", "ServiceAccount", "default", NAMESPACE), 60, "default ServiceAccount"
     )
-    selector = 'device.driver == "gpu.deckhouse.io" && ' + (
-        'device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
-    )
-    cluster.ensure(
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": CLASS},
-            "spec": {"selectors": [{"cel": {"expression": selector}}], "extendedResourceName": EXTENDED},
-        }
-    )
-    cluster.ensure(
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "whole", "namespace": NAMESPACE},
-            "spec": {
-                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": CLASS}}]}}
-            },
-        }
-    )
+    for name, selector in TYPICAL_CLASSES.items():
+        spec: dict[str, Any] = {"selectors": [{"cel": {"expression": selector}}]}
+        if name == CLASS:
+            spec["extendedResourceName"] = EXTENDED
+        cluster.ensure(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": name},
+                "spec": spec,
+            }
+        )
+    for template, device_class in (("whole", CLASS), ("mig", MIG_CLASS)):
+        request = {"name": "gpu", "exactly": {"deviceClassName": device_class}}
+        cluster.ensure(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": template, "namespace": NAMESPACE},
+                "spec": {"spec": {"devices": {"requests": [request]}}},
+            }
+        )
 
 
 def pod(name: str, run: str, variant: str) -> dict[str, Any]:
@@ -157,7 +178,8 @@ def pod(name: str, run: str, variant: str) -> dict[str, Any]:
         container["resources"] = {"limits": {EXTENDED: "1"}}
     else:
         container["resources"] = {"claims": [{"name": "gpu"}]}
-        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "whole"}]
+        template = "mig" if variant.startswith("MIG") else "whole"
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -250,7 +272,10 @@ def report(runs: list[Run], proxy: dict[tuple[str, int], float] | None = None) -
     )
     plain = {(r.scheduler, r.nodes, r.variant): r.cpu_per_pod for r in runs if r.layout == "plain"}
     for r in runs:
-        base = plain.get((r.scheduler, r.nodes, r.variant))
+        # MIG Pods beside plain whole cards: what a GPU Pod cost before there was MIG at all.
+        base = plain.get(
+            (r.scheduler, r.nodes, "claim template" if r.variant.startswith("MIG") else r.variant)
+        )
         ratio = f"{r.cpu_per_pod / base:8.1f}x" if base else "       -"
         ours, plain_ours = (proxy or {}).get((r.layout, r.nodes)), (proxy or {}).get(("plain", r.nodes))
         beside = f"{ours / plain_ours:14.1f}x" if ours and plain_ours else ""
@@ -275,11 +300,12 @@ def run(
     sizes: tuple[int, ...] = (40, 200),
     variants: tuple[str, ...] = ("claim template",),
     layouts: tuple[str, ...] = (*LAYOUTS, *OPT_IN),
+    labels: tuple[str, ...] = (),
 ) -> list[Run]:
     print(f"Real kube-scheduler: {CARDS} H100 per node, one whole card per Pod, CPU of the scheduler process")
     runs: list[Run] = []
     serial = 0
-    for version in sorted({version for version, _, _ in SCHEDULERS}):
+    for version in sorted({version for version, _, label in SCHEDULERS if not labels or label in labels}):
         try:
             binaries(version, "kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
         except AssetsMissing as missing:
@@ -287,11 +313,13 @@ def run(
             continue
         with bench_cluster(version) as cluster:
             for wanted, binary, label in SCHEDULERS:
-                if wanted != version:
+                if wanted != version or (labels and label not in labels):
                     continue
                 for nodes in sizes:
                     for layout in layouts:
                         for variant in variants:
+                            if variant.startswith("MIG") and layout == "plain":
+                                continue  # no MIG offers: its ratio is to plain whole cards
                             serial += 1
                             try:
                                 result = measure(cluster, binary, label, nodes, layout, variant, serial)
@@ -313,13 +341,18 @@ def main() -> None:
     parser.add_argument(
         "--extended", action="store_true", help="also Pods asking through the extended resource"
     )
+    parser.add_argument("--mig", action="store_true", help="also Pods asking for a 1g.10gb MIG device")
+    parser.add_argument(
+        "--schedulers", default="", help="comma-separated labels of SCHEDULERS (default: all)"
+    )
     parser.add_argument(
         "--layouts", default=",".join(LAYOUTS), help="comma-separated, of: " + ", ".join([*LAYOUTS, *OPT_IN])
     )
     args = parser.parse_args()
-    variants = ("claim template", "extended resource") if args.extended else ("claim template",)
+    variants = tuple(v for v, on in zip(VARIANTS, (True, args.extended, args.mig), strict=True) if on)
     layouts = tuple(name for name in args.layouts.split(",") if name in LAYOUTS or name in OPT_IN)
-    run(tuple(int(n) for n in args.nodes.split(",")), variants, layouts)
+    labels = tuple(args.schedulers.split(",")) if args.schedulers else ()
+    run(tuple(int(n) for n in args.nodes.split(",")), variants, layouts, labels)
 
 
 if __name__ == "__main__":

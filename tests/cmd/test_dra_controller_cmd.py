@@ -76,7 +76,8 @@ def test_claims_are_placed_on_the_first_node_that_takes_them(
     (placed,) = report["claims"]
     assert placed["name"] == "ml/train"
     devices = [r["device"] for r in placed["allocation"]["devices"]["results"]]
-    assert devices == ["gpu-0000-10-00-0-mig-3g-40gb-0", "gpu-0000-10-00-0-mig-3g-40gb-4"]
+    # The card's MIG placements are published in packing order, the higher 3g start first (DESIGN.md D19).
+    assert devices == ["gpu-0000-10-00-0-mig-3g-40gb-4", "gpu-0000-10-00-0-mig-3g-40gb-0"]
     assert placed["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["w2"]
     (before,) = report["nodesTriedBefore"]
     assert before["node"] == "w1"

@@ -58,18 +58,18 @@ def test_status_wide_json_and_yaml(world: World) -> None:
     header, *rows = _rows(out)
     assert header[-1] == "NAME"
     assert [r[0] for r in rows] == ["h100"] * 3
-    assert "1g.10gb@0 MIG-gpu-0000-10-00-0-mig-1g-10gb-0" in rows[0][7]
+    assert "1g.10gb@6 MIG-gpu-0000-10-00-0-mig-1g-10gb-6" in rows[0][7]  # packing order
     code, out = world.run("-o", "json", "status")  # flags before the command, as kubectl allows
     document = json.loads(out)
     assert (code, document["kind"], len(document["cards"])) == (0, "GPUStatus", 6)
     mig = next(c for c in document["cards"] if c["mode"] == "MIG")
-    assert mig["memorySlices"] == {"free": [2, 3, 4, 5, 6, 7], "total": 8}
+    assert mig["memorySlices"] == {"free": [0, 1, 2, 3, 4, 7], "total": 8}
     assert mig["memory"] == {"left": "61591Mi", "total": "81559Mi"}
     assert mig["claims"] == [
-        {"claim": "ml/small", "devices": ["gpu-0000-10-00-0-mig-1g-10gb-0", "gpu-0000-10-00-0-mig-1g-10gb-1"],
+        {"claim": "ml/small", "devices": ["gpu-0000-10-00-0-mig-1g-10gb-5", "gpu-0000-10-00-0-mig-1g-10gb-6"],
          "prepared": True, "shared": False, "pods": ["ml/train"]}
     ]  # fmt: skip
-    assert [m["placementStart"] for m in mig["migInstances"]] == [0, 1]
+    assert [m["placementStart"] for m in mig["migInstances"]] == [6, 5]
     assert mig["conditions"]["HardwareHealthy"] == {"status": "True", "reason": "NVMLHealthy"}
     code, out = world.run("status", "t4", "-o", "yaml")
     (card,) = yaml.safe_load(out)["cards"]
@@ -169,7 +169,7 @@ def test_explain_where_it_fits_and_why_not_elsewhere(world: World) -> None:
     assert why["h100"][1] == "no"
     assert why["h100"][2] == (
         "ml/two gpu wants 2: 1 of 78 devices fit; 75 not of DeviceClass gpu-h100-80gb; "
-        "1 counter memory-slice-0 exhausted (held by ml/small); 1 in use (held by ml/big)"
+        "1 counter memory-slice-5 exhausted (held by ml/small); 1 in use (held by ml/big)"
     )
     assert out.rstrip().endswith("The claims fit on no node.")
     assert world.reads()["/api/v1/namespaces/ml/pods/wants-two"] == 1

@@ -105,6 +105,9 @@ def running_world() -> Iterator[tuple[FakeApiServer, HostBuilder, dict[str, subp
                 NODES, {"metadata": {"name": NODE, "labels": {"kubernetes.io/hostname": NODE}}}
             )
             add_pod(server.kube, f"nvidia-driver-validator-{NODE}", NODE, ready_status())
+            # gpu-handler publishes what the cluster's DeviceClasses may select (docs/DRA.md).
+            for item in example_classes():
+                server.kube.create(DEVICE_CLASSES, item)
             _leftovers(server)
             kubeconfigs = {}
             for component in COMPONENTS:
@@ -211,8 +214,6 @@ def day_of_a_node() -> AccessLog:
     with running_world() as (server, host, processes):
         wait_for(lambda: _driver_ready(server), timeout=TIMEOUT, what="both cards DriverReady")
         wait_for(lambda: "gpu-0000-31-00-0" in _offers(server), timeout=TIMEOUT, what="offers published")
-        for item in example_classes():
-            server.kube.create(DEVICE_CLASSES, item)
         _gpu_class(server)
         claim = _pod_on_node(server)
         kubelet = FakeKubelet(str(host.root / "var/lib/kubelet/plugins_registry"))

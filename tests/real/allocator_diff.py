@@ -17,6 +17,7 @@ by the test (``Record.json``) can be replayed with ``replay``.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import random
@@ -35,6 +36,7 @@ from deckhouse_gpu.domain.allocation.state import AllocatedState
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 from deckhouse_gpu.domain.inventory.device_health import TAINT_KEY
 from deckhouse_gpu.domain.offers.card_offers import card_offers
+from deckhouse_gpu.domain.offers.class_demand import demand_of
 from deckhouse_gpu.domain.offers.device_taints import tainted
 from deckhouse_gpu.domain.offers.model import DeviceTaint, OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
@@ -52,6 +54,13 @@ CLASS_SELECTORS = {
     "physical": f'{IS_OURS} && {ATTR}.deviceType == "Physical"',
     "mig": f'{IS_OURS} && {ATTR}.deviceType == "MIG"',
     "big": f'{IS_OURS} && {CAP}.memory.compareTo(quantity("40Gi")) >= 0',
+}
+# Offers follow the classes (DESIGN.md D19): some nodes publish only what a random part of these
+# may select, one of them narrowing MIG to every other placement, so that filtered layouts (some
+# placements of a profile, counters of what stays) meet the scheduler too.
+DEMAND_SELECTORS = {
+    **{role: CLASS_SELECTORS[role] for role in ("physical", "mig", "big")},
+    "even": f'{IS_OURS} && {ATTR}.deviceType == "MIG" && {ATTR}.migPlacementStart % 2 == 0',
 }
 TAINT_VALUES = (("Unhealthy", "NoSchedule"), ("XidError", "NoSchedule"), ("GPULost", "NoExecute"))
 
@@ -99,6 +108,13 @@ def random_pools(rng: random.Random, node: str, minor: int) -> Pools:
                 device = card["metadata"]["labels"]["gpu.deckhouse.io/device"]
                 profiles += ((device, frozenset(rng.sample(names, rng.randint(1, len(names))))),)
     policy = OfferPolicy(mig=rng.random() < 0.85, sharing=sharing, mig_profiles=profiles)
+    if rng.random() < 0.3:
+        roles = rng.sample(sorted(DEMAND_SELECTORS), rng.randint(1, len(DEMAND_SELECTORS)))
+        chosen = [
+            {"metadata": {"name": r}, "spec": {"selectors": [{"cel": {"expression": DEMAND_SELECTORS[r]}}]}}
+            for r in roles
+        ]
+        policy = dataclasses.replace(policy, demand=demand_of(chosen))
     offers = []
     taints: dict[str, str] = {}
     for card in cards:
@@ -146,7 +162,7 @@ class Facts:
 
 def _selector(rng: random.Random, facts: Facts) -> str:
     kind = rng.choice(("model", "profile", "memory", "placement", "root"))
-    if kind == "model":
+    if kind == "model" and facts.models:  # none where the classes left the node nothing to offer
         model = rng.choice(facts.models) if rng.random() < 0.9 else "no-such-model"
         return f'{ATTR}.device == "{model}"'
     if kind == "profile" and facts.profiles:

@@ -326,7 +326,20 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
         )
         assert lease["spec"]["holderIdentity"] == controller_pod
 
-        # gpu-handler: the node's ResourceSlices, from simulated NVML.
+        # gpu-handler: the node's ResourceSlices, from simulated NVML; it publishes what the
+        # cluster's DeviceClasses may select (docs/DRA.md, "Offers follow the DeviceClasses").
+        selector = (
+            'device.driver == "gpu.deckhouse.io"'
+            ' && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
+        )
+        cluster.create(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": device_class},
+                "spec": {"selectors": [{"cel": {"expression": selector}}]},
+            }
+        )
         handler_token = node_credential(cluster, HANDLER, node)
         handler_args = [
             "run",
@@ -362,18 +375,6 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
 
         # gpu-dra-controller: a claim marked for the node, allocated on its slices, audited.
         cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": claims}})
-        selector = (
-            'device.driver == "gpu.deckhouse.io"'
-            ' && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
-        )
-        cluster.create(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "DeviceClass",
-                "metadata": {"name": device_class},
-                "spec": {"selectors": [{"cel": {"expression": selector}}]},
-            }
-        )
         cluster.create(
             {
                 "apiVersion": "resource.k8s.io/v1",

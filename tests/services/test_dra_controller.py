@@ -106,7 +106,7 @@ def test_a_pod_created_on_a_node_gets_its_claim_allocated_there(
     created = kube.create(PODS, pod("p", "c", "w1"))
     wait_for(lambda: allocation(kube, "c") is not None, what="allocation")
     stored = kube.get(RESOURCE_CLAIMS, "c", "ml")
-    assert devices(kube, "c") == ["gpu-0000-10-00-0-mig-2g-12gb-0"]
+    assert devices(kube, "c") == ["gpu-0000-10-00-0-mig-2g-12gb-2"]  # packing order: the upper half first
     assert stored["metadata"]["finalizers"] == [DELETE_PROTECTION]
     uid = created["metadata"]["uid"]
     assert stored["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": uid}]

@@ -105,8 +105,9 @@ def test_default_scenario_shows_inventory_conditions_and_every_step():
 
     # A pod created on a node: gpu-dra-controller allocates its claim, the kubelet prepares it.
     allocated = "gpu-dra-controller allocated claim inference on gpu-h100-hgx: "
-    assert allocated + "gpu-0000-18-00-0-mig-1g-10gb-0, gpu-0000-18-00-0-mig-1g-10gb-1" in sections[16]
-    assert "prepared gpu-0000-18-00-0-mig-1g-10gb-0: CDI gpu.deckhouse.io/gpu=" in sections[17]
+    # First fit in packing order: 1g instances from slice 6 down (domain/offers/placement_order.py).
+    assert allocated + "gpu-0000-18-00-0-mig-1g-10gb-6, gpu-0000-18-00-0-mig-1g-10gb-5" in sections[16]
+    assert "prepared gpu-0000-18-00-0-mig-1g-10gb-6: CDI gpu.deckhouse.io/gpu=" in sections[17]
     assert column(table(sections[17]), "gpu-h100-hgx-0000-18-00-0", "MIG") == "Enabled"
     assert (
         "gpu-dra-controller could not allocate claim too-big: cannot allocate on node gpu-h100-hgx: "

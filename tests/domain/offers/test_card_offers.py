@@ -26,7 +26,7 @@ def test_eligibility_needs_ready_healthy_nvidia_and_capabilities():
 def test_a30_offers_physical_and_every_placement_of_every_profile():
     offers = card_offers(ready_card("w1", A30, "a30"), OfferPolicy())
     names = [offer.name for offer in offers.offers]
-    assert names == sorted(names)
+    assert len(set(names)) == len(names)  # in packing order (test_placement_order.py)
     assert names[0] == "gpu-0000-17-00-0"
     profiles = {
         (o.attributes["migProfile"], o.attributes["migPlacementStart"])

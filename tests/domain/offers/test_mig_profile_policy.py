@@ -93,8 +93,8 @@ def test_a_card_offers_only_the_chosen_profiles_and_drops_their_counters() -> No
     offers = card_offers(card, policy)
     assert [o.name for o in offers.offers] == [
         "gpu-0000-17-00-0",
+        "gpu-0000-17-00-0-mig-3g-40gb-4",  # packing order: the upper half first (placement_order.py)
         "gpu-0000-17-00-0-mig-3g-40gb-0",
-        "gpu-0000-17-00-0-mig-3g-40gb-4",
         "gpu-0000-17-00-0-mig-7g-80gb-0",
     ]
     # No +me profile is offered, so nothing needs the OFA engine counter; the two 3g placements

@@ -63,16 +63,16 @@ def test_modes_holds_and_what_is_left() -> None:
     mig, whole, idle = (rows["h100", f"0000:{a}:00.0"] for a in ("10", "18", "20"))
     assert (mig.mode, whole.mode, idle.mode) == (MIG, WHOLE, IDLE)
     assert [(m.profile, m.start, m.claim) for m in mig.mig] == [
-        ("1g.10gb", 0, "ml/small"),
-        ("1g.10gb", 1, "ml/small"),
+        ("1g.10gb", 6, "ml/small"),  # packing order: from slice 6 down (placement_order.py)
+        ("1g.10gb", 5, "ml/small"),
     ]
     assert [m.uuid for m in mig.mig] == [
-        "MIG-gpu-0000-10-00-0-mig-1g-10gb-0",
-        "MIG-gpu-0000-10-00-0-mig-1g-10gb-1",
+        "MIG-gpu-0000-10-00-0-mig-1g-10gb-6",
+        "MIG-gpu-0000-10-00-0-mig-1g-10gb-5",
     ]
     (hold,) = mig.holds
     assert (hold.claim, hold.prepared, hold.pods) == ("ml/small", True, ["ml/train"])
-    assert (mig.slices_free, mig.slices_total) == ([2, 3, 4, 5, 6, 7], 8)
+    assert (mig.slices_free, mig.slices_total) == ([0, 1, 2, 3, 4, 7], 8)
     assert mig.memory_total is not None
     assert mig.memory_left == mig.memory_total - 2 * 9984 * 2**20
     assert whole.holds[0].prepared is False

@@ -81,9 +81,9 @@ def test_why_not_here_with_the_claims_that_hold_the_cards_and_where_it_fits() ->
     )
     reasons = {t.reason: t for t in request.reasons}
     assert sorted(reasons["in use"].held_by) == ["ml/big"]
-    # ml/small's 1g.10gb took the first placement by name (start 0), so the whole card's first
-    # counter that is used up is that placement's memory slice.
-    assert sorted(reasons["counter memory-slice-0 exhausted"].held_by) == ["ml/small"]
+    # ml/small's 1g.10gb took the first placement in packing order (slice 6,
+    # domain/offers/placement_order.py), so the whole card's first counter used up is that slice.
+    assert sorted(reasons["counter memory-slice-6 exhausted"].held_by) == ["ml/small"]
     assert reasons["not of DeviceClass gpu-h100-80gb"].devices == 75  # the MIG offers, in use or not
     assert reasons["in use"].devices == 1
     assert not request.together  # one card fits alone; two are wanted

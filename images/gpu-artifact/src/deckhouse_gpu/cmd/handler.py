@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 import threading
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import prometheus_client
 
@@ -36,6 +36,7 @@ from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import SystemClock, rfc3339
 from deckhouse_gpu.ports.kube import KubeAPI
+from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.services.capabilities import CapabilitiesPass
 from deckhouse_gpu.services.device_health import DeviceHealthBoard
 from deckhouse_gpu.services.events import EventRecorder
@@ -47,6 +48,9 @@ from deckhouse_gpu.services.sharing_keeper import start_daemon_keeper
 from deckhouse_gpu.services.slice_preview import render_nodes
 from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
 from deckhouse_gpu.services.snapshot_preview import preview
+
+if TYPE_CHECKING:
+    from deckhouse_gpu.adapters.kubelet_grpc import RunningPlugin
 
 COMPONENT = "gpu-handler"
 # How soon an MPS daemon Pod deleted under running shares is created again.
@@ -75,6 +79,13 @@ def parse_args(argv: list[str] | None, hardware: NodeHardware = REAL) -> argpars
     )
     wiring.add_nvml_arguments(run, hardware)
     wiring.add_policy_arguments(run)
+    run.add_argument(
+        "--offers-follow-classes",
+        choices=("true", "false"),
+        default=os.environ.get("OFFERS_FOLLOW_CLASSES") or "true",
+        help="publish only the offers some DeviceClass of the cluster may select, following a "
+        "watch of DeviceClasses (env OFFERS_FOLLOW_CLASSES; DESIGN.md D19)",
+    )
     run.add_argument(
         "--health-address",
         default=os.environ.get("HEALTH_ADDRESS", "0.0.0.0:8082"),
@@ -221,6 +232,40 @@ def render_slices(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def serve_kubelet(
+    args: argparse.Namespace,
+    api: KubeAPI,
+    nvml: NVML,
+    clock: SystemClock,
+    loop: HandlerLoop,
+    events: EventRecorder,
+    metrics: HandlerMetrics,
+    device_health: DeviceHealthBoard,
+    stop: threading.Event,
+) -> RunningPlugin:
+    """The kubelet plugin: the prepare service, its start-up clean-up and its gRPC sockets."""
+    prepare, paths, write_base_spec = build_prepare(
+        args, api, nvml, clock, offers=loop, metrics=metrics
+    )  # offers follow what is prepared: prepare reports each change to the loop (DESIGN.md D2 b)
+    loop.after_publish = write_base_spec
+    prepare.events = events  # MPS daemons recreated: said on the claims that use them
+    assert loop.owners is not None
+    prepare.holds = loop.owners.held  # no claim is prepared on another owner's card (DESIGN.md D16)
+    loop.prepared_claims = lambda: list(prepare.claim_names)
+    wiring.prime_owners(loop.owners, api, args.node_name)  # before the clean-up below
+    try:
+        prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
+    except Exception:  # the kubelet's next call rolls back its own claim; keep serving
+        log.exception("start-up cleanup failed; continuing")
+    # grpcio only where the kubelet's sockets are served: the validate-driver DaemonSet and the
+    # prestart init container run this command on every GPU node too, and do without it.
+    from deckhouse_gpu.adapters.kubelet_grpc import start_plugin  # noqa: PLC0415
+
+    plugin = start_plugin(prepare, paths, health=device_health)
+    start_daemon_keeper(prepare, stop, MPS_KEEPER_SECONDS)
+    return plugin
+
+
 def run(args: argparse.Namespace, api: KubeAPI) -> int:
     clock = SystemClock()
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]  # unannotated upstream
@@ -259,33 +304,18 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     caches.follow(loop)
     # Back after losing the server: it may have been upgraded, and the layout follows its version.
     caches.slices.on_resumed = publisher.forget_version
-    plugin = None
     stop = threading.Event()
+    plugin = None
     if not args.no_kubelet_plugin:
-        prepare, paths, write_base_spec = build_prepare(
-            args, api, nvml, clock, offers=loop, metrics=metrics
-        )  # offers follow what is prepared: prepare reports each change to the loop (DESIGN.md D2 b)
-        loop.after_publish = write_base_spec
-        prepare.events = events  # MPS daemons recreated: said on the claims that use them
-        prepare.holds = loop.owners.held  # no claim is prepared on another owner's card (DESIGN.md D16)
-        loop.prepared_claims = lambda: list(prepare.claim_names)
-        wiring.prime_owners(loop.owners, api, args.node_name)  # before the clean-up below
-        try:
-            prepare.start()  # roll back what a crash or a reboot left, before the kubelet calls again
-        except Exception:  # the kubelet's next call rolls back its own claim; keep serving
-            log.exception("start-up cleanup failed; continuing")
-        # grpcio only where the kubelet's sockets are served: the validate-driver DaemonSet and the
-        # prestart init container run this command on every GPU node too, and do without it.
-        from deckhouse_gpu.adapters.kubelet_grpc import start_plugin  # noqa: PLC0415
-
-        plugin = start_plugin(prepare, paths, health=device_health)
-        start_daemon_keeper(prepare, stop, MPS_KEEPER_SECONDS)
+        plugin = serve_kubelet(args, api, nvml, clock, loop, events, metrics, device_health, stop)
     stop_on_signals(stop, loop.wake)
     registered = plugin.registered.is_set if plugin is not None else None
     servers = [
         serve_health(health, listen_address(args.health_address), clock.monotonic, also_ready=registered),
         serve_metrics(listen_address(args.metrics_address), metrics.registry),
     ]
+    if args.offers_follow_classes == "true":
+        wiring.follow_device_classes(api, publisher, loop.on_class_change, stop)
     caches.start(stop)
     watching = xids.start(stop)
     loop.run(stop)

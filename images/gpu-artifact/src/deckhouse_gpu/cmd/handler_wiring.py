@@ -10,6 +10,7 @@ import argparse
 import logging
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -17,14 +18,17 @@ from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
 from deckhouse_gpu.cmd import node_hardware
 from deckhouse_gpu.cmd.node_hardware import NodeHardware
 from deckhouse_gpu.domain.inventory.desired import node_selector
+from deckhouse_gpu.domain.offers.class_demand import demand_of, selectors_only
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule, PolicyError, parse_json
 from deckhouse_gpu.ports.clock import SystemClock
+from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, KubeError
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.ports.vfio import GpuProcesses
+from deckhouse_gpu.services.informer import Informer, OnChange
 from deckhouse_gpu.services.other_owner import OwnerBoard
 from deckhouse_gpu.services.prestart import DriverNotFound, PrestartSettings, wait_for_driver
-from deckhouse_gpu.services.slice_publisher import MIG_OFFERS
+from deckhouse_gpu.services.slice_publisher import MIG_OFFERS, SlicePublisher
 from deckhouse_gpu.services.xid_watcher import XidWatcher
 
 log = logging.getLogger("gpu-handler")
@@ -72,6 +76,29 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
         help="which nodes offer dynamic MIG: AllNodes (unless labelled gpu.deckhouse.io/mig=false) "
         "or OptIn (only nodes labelled gpu.deckhouse.io/mig=true) (env MIG_OFFERS)",
     )
+
+
+def follow_device_classes(
+    api: KubeAPI,
+    publisher: SlicePublisher,
+    on_change: OnChange,
+    stop: threading.Event,
+    wait_seconds: float = 10.0,
+) -> Informer:
+    """The cluster's DeviceClasses, watched (one cluster-scoped watch per node; a cache of their
+    selectors only), as the publisher's demand (DESIGN.md D19). Until the first list succeeds the
+    demand is unknown and every offer is published; the first pass waits a little for it, so that
+    a starting handler does not publish the whole layout only to take most of it back."""
+    informer = Informer(api, DEVICE_CLASSES, on_change, transform=selectors_only)
+    publisher.demand = lambda: demand_of(informer.items()) if informer.synced.is_set() else None
+    threading.Thread(target=informer.run, args=(stop,), name="watch-deviceclasses", daemon=True).start()
+    deadline = time.monotonic() + wait_seconds
+    while not informer.synced.is_set() and time.monotonic() < deadline:
+        if informer.failing_for(time.monotonic()) > 0:  # no rights yet, or an API without DRA
+            log.warning("DeviceClasses cannot be read; publishing every offer until they can")
+            break
+        informer.synced.wait(0.05)
+    return informer
 
 
 def add_prestart_arguments(parser: argparse.ArgumentParser) -> None:

@@ -100,6 +100,7 @@ def capacity_data(report: CapacityReport) -> dict[str, Any]:
         "problems": report.problems,
         "counterNodes": report.scheduler.counter_nodes if report.scheduler else 0,
         "schedulerWarning": report.scheduler.warning if report.scheduler else None,
+        "broadClasses": report.broad,
     }
 
 

@@ -116,6 +116,8 @@ def capacity_table(
     shown = [e for e in report.classes if every or e.devices or e.total or e.unlimited or e.errors]
     hidden = [e for e in report.classes if e not in shown]
     notes = [_unmatched(hidden, only_node)] if hidden else []
+    if report.broad:
+        notes.append(paint(broad_note(report.broad), YELLOW))
     if report.scheduler is not None and report.scheduler.warning:
         notes.append(paint(f"warning: {report.scheduler.warning}", YELLOW))
     elif report.scheduler is not None and report.scheduler.counter_nodes:
@@ -231,3 +233,13 @@ def explain_table(explanation: PodExplanation, paint: Paint) -> str:
     else:
         lines.append(paint("\nThe claims fit on no node.", RED))
     return "\n".join(lines)
+
+
+def broad_note(classes: list[str]) -> str:
+    named = ", ".join(classes)
+    return (
+        f"warning: DeviceClass {named} accepts every gpu.deckhouse.io device, each MIG placement "
+        "included, so every node publishes its whole layout for it (up to 208 devices a node of "
+        "8 H100) and the scheduler scans them all for every GPU Pod; narrow its selectors to what "
+        "its claims use (docs/DRA.md, 'A very broad class')"
+    )

@@ -8,7 +8,7 @@ simulator's in-memory API serve it alike."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
 from deckhouse_gpu.domain.allocation.claims import Claim, ClaimError, parse_claim
@@ -29,7 +29,7 @@ from deckhouse_gpu.domain.report.extended import (
 from deckhouse_gpu.domain.report.holders import claim_ref, device_index, holders
 from deckhouse_gpu.domain.report.pending import PodExplanation, explain_pod
 from deckhouse_gpu.domain.report.pod_claims import ALLOCATED, MISSING, pod_claims, pod_ref, template_names
-from deckhouse_gpu.domain.report.scheduler_cost import SchedulerCost, scheduler_cost
+from deckhouse_gpu.domain.report.scheduler_cost import SchedulerCost, broad_classes, scheduler_cost
 from deckhouse_gpu.ports.kube import KubeAPI
 from deckhouse_gpu.services.cluster_reads import ClusterReads, InputError
 
@@ -47,6 +47,7 @@ class CapacityReport:
     nodes: list[str]  # the nodes counted
     problems: list[str]  # classes, slices or claims that could not be used
     scheduler: SchedulerCost | None = None  # nodes publishing counters, and what the scheduler pays
+    broad: list[str] = field(default_factory=list)  # classes for which every node publishes everything
 
 
 def status(api: KubeAPI, only_nodes: Sequence[str] = ()) -> StatusReport:
@@ -90,7 +91,8 @@ def capacity(api: KubeAPI, only_class: str | None = None, only_node: str | None 
     names = sorted(n.name for n in nodes)
     problems = [*problems, *inventory.problems, *state.problems]
     cost = scheduler_cost(inventory, semantics.version, everywhere)
-    return CapacityReport(semantics.version, found, names, problems, cost)
+    broad = broad_classes({c.device_class: c.devices for c in found}, inventory) if only_node is None else []
+    return CapacityReport(semantics.version, found, names, problems, cost, broad)
 
 
 def explain(api: KubeAPI, namespace: str, name: str) -> PodExplanation:

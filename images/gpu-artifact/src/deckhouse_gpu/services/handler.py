@@ -172,6 +172,12 @@ class HandlerLoop(TriggerLoop):
             raise NotFound(f"Node {self.capabilities.node_name} is not in the watch cache (yet)")
         return node
 
+    def on_class_change(self, old: Object | None, new: Object | None) -> None:
+        """DeviceClass cache callback (selectors only, domain/offers/class_demand.py): a class
+        created, deleted or given other selectors changes what this node offers (DESIGN.md D19)."""
+        name = ((new or old or {}).get("metadata") or {}).get("name")
+        self.notify(Trigger("classes", f"{'deleted' if new is None else 'changed'} {name}"))
+
     def _pass(self, triggers: list[Trigger]) -> PassOutcome:
         if self.caches is not None and not self.caches.synced():
             return PassOutcome(ok=False, next_delay=0.0, error="waiting for the watch caches to fill")

@@ -14,9 +14,10 @@ an Event and does not loop.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,6 +25,7 @@ from deckhouse_gpu.domain.apimachinery.merge_patch import create_patch
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.physicalgpu import GROUP
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode
+from deckhouse_gpu.domain.offers.class_demand import ClassDemand
 from deckhouse_gpu.domain.offers.device_taints import card_offers_with_health, keep_time_added
 from deckhouse_gpu.domain.offers.dropped_fields import (
     CONSUMABLE,
@@ -126,6 +128,9 @@ class SlicePublisher:
         self._minor: int | None = None
         self._reported: set[str] = set()  # MIG profile problems already said
         self._minor_read_at = 0.0
+        # The cluster's DeviceClasses (a watch of gpu-handler's, DESIGN.md D19): only what one of
+        # them may select is published; None, or a source that answers None, publishes every offer.
+        self.demand: Callable[[], ClassDemand | None] | None = None
 
     def minor(self) -> int:
         """The API server's minor version; re-read every few minutes so that after a control-plane
@@ -164,6 +169,8 @@ class SlicePublisher:
             self.settings.mig_profiles,
             self.settings.mig_offers,
         )
+        if self.demand is not None:
+            policy = dataclasses.replace(policy, demand=self.demand())
         self._check_profiles(cards, policy, node)
         # Cards NVML does not serve offer too while a VFIO claim holds them, or when an
         # administrator bound them to vfio-pci (domain/offers/vfio_offers.py, DESIGN.md D7).

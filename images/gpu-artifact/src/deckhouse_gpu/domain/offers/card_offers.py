@@ -31,6 +31,7 @@ from deckhouse_gpu.domain.offers.model import (
     RequestPolicy,
     mebibytes,
 )
+from deckhouse_gpu.domain.offers.placement_order import Placement, packing_order
 
 EVERY_PROFILE = OfferPolicy()
 # "VFIO": a whole card passed to a virtual machine (DESIGN.md D7); it keeps its Physical offer only.
@@ -116,53 +117,67 @@ def counter_set(card: dict[str, Any], policy: OfferPolicy = EVERY_PROFILE) -> Co
     (domain/offers/counter_layout.py)."""
     status = card["status"]
     mig = ((status["capabilities"].get("nvidia") or {}).get("mig")) or {}
-    offered = offered_profiles(card, policy)
-    if not offered or not mig.get("totalSlices"):
+    kept = offered_placements(card, policy)
+    if not kept or not mig.get("totalSlices"):
         return None
     # Values from all the card's profiles: what the driver allows does not depend on what is offered.
     memory, slices = int(status["capabilities"]["memoryMiB"]), int(mig["totalSlices"])
     capacity = full_capacity(memory, slices, mig["profiles"])
     names = list(capacity)
     if policy.counters != "full":
-        placed = [offer for _, offer in _placements(offered, capacity)]
+        placed = [placed for _, placed in _placements(kept, capacity)]
         names = needed(capacity, placed, dominated=policy.counters == "minimal")
     return CounterSet(
         physical_name(status["pciInfo"]["address"]), {name: quantity(name, capacity[name]) for name in names}
     )
 
 
-def _placements(
-    profiles: list[dict[str, Any]], counters: Container[str]
-) -> list[tuple[dict[str, Any], Placed]]:
-    return [
-        (profile, Placed(int(placement["start"]), int(placement["size"]), profile_uses(profile, counters)))
-        for profile in profiles
+def offered_placements(card: dict[str, Any], policy: OfferPolicy) -> list[Placement]:
+    """The MIG placements the card offers, in the order the scheduler should try them: those of
+    the profiles dra.migProfiles offers that some DeviceClass may select (policy.demand), in the
+    packing order of domain/offers/placement_order.py."""
+    candidates = [
+        Placement(profile, int(placement["start"]), int(placement["size"]))
+        for profile in offered_profiles(card, policy)
         for placement in profile.get("placements") or []
     ]
+    demand = policy.demand
+    if demand is not None and candidates:
+        common = _common_attributes(card)
+        candidates = [p for p in candidates if demand.may_select(_mig_offer(card, p, {}, common))]
+    return packing_order(candidates)
+
+
+def _placements(kept: list[Placement], counters: Container[str]) -> list[tuple[Placement, Placed]]:
+    return [(p, Placed(p.start, p.size, profile_uses(p.profile, counters))) for p in kept]
+
+
+def _mig_offer(
+    card: dict[str, Any], placement: Placement, consumes: dict[str, str], common: dict[str, AttributeValue]
+) -> Offer:
+    address = card["status"]["pciInfo"]["address"]
+    profile, start = placement.profile, placement.start
+    attributes = {
+        **common,
+        "deviceType": MIG,
+        "migProfile": attribute_text(profile["name"]),
+        "migProfileID": int(profile["profileID"]),
+        "migPlacementStart": start,
+        "migPlacementSize": placement.size,
+    }
+    capacity = {"memory": Capacity(mebibytes(int(profile["memoryMiB"])))}
+    return Offer(mig_name(address, profile["name"], start), address, MIG, attributes, capacity, consumes)
 
 
 def _mig_offers(
     card: dict[str, Any], policy: OfferPolicy, counters: CounterSet, common: dict[str, AttributeValue]
 ) -> list[Offer]:
-    address = card["status"]["pciInfo"]["address"]
     kept = counters.counters
     offers = []
-    for profile, placed in _placements(offered_profiles(card, policy), kept):
-        start, size = placed.start, placed.size
+    for placement, placed in _placements(offered_placements(card, policy), kept):
         consumes = {name: quantity(name, value) for name, value in placed.uses}
         consumes.update({name: "1" for name in placed.slices() if name in kept})
-        attributes = {
-            **common,
-            "deviceType": MIG,
-            "migProfile": attribute_text(profile["name"]),
-            "migProfileID": int(profile["profileID"]),
-            "migPlacementStart": start,
-            "migPlacementSize": size,
-        }
-        capacity = {"memory": Capacity(mebibytes(int(profile["memoryMiB"])))}
-        offers.append(
-            Offer(mig_name(address, profile["name"], start), address, MIG, attributes, capacity, consumes)
-        )
+        offers.append(_mig_offer(card, placement, consumes, common))
     return offers
 
 
@@ -189,7 +204,9 @@ def _physical_offer(
 
 
 def card_offers(card: dict[str, Any], policy: OfferPolicy, active: ActiveMode = None) -> CardOffers:
-    """Offers of one eligible card, sorted by name; offers conflicting with ``active`` are left out."""
+    """Offers of one eligible card in the scheduler's first-fit order: the whole card, then the MIG
+    placements in packing order (domain/offers/placement_order.py); offers conflicting with
+    ``active``, and those no DeviceClass may select (policy.demand), are left out."""
     address = card["status"]["pciInfo"]["address"]
     common = _common_attributes(card)
     shared = policy.sharing and policy.consumable
@@ -197,8 +214,10 @@ def card_offers(card: dict[str, Any], policy: OfferPolicy, active: ActiveMode = 
     counters = counter_set(card, policy) if policy.partitionable and policy.mig and not shared else None
     offers: list[Offer] = []
     if active != MIG:
-        offers.append(_physical_offer(card, counters, shared, common))
+        whole = _physical_offer(card, counters, shared, common)
+        if policy.demand is None or policy.demand.may_select(whole):
+            offers.append(whole)
     if counters is not None and active not in (PHYSICAL, "VFIO"):
         offers.extend(_mig_offers(card, policy, counters, common))
     used = counters if any(offer.consumes for offer in offers) else None
-    return CardOffers(address, used, sorted(offers, key=lambda offer: offer.name))
+    return CardOffers(address, used, offers)

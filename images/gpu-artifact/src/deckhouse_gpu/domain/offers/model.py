@@ -12,7 +12,10 @@ its placement's memory slices and what else the set keeps (domain/offers/counter
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from deckhouse_gpu.domain.offers.class_demand import ClassDemand
 
 DRIVER = "gpu.deckhouse.io"
 STANDARD_DOMAIN = "resource.kubernetes.io"
@@ -88,6 +91,9 @@ class OfferPolicy:
     # the benchmark and the equivalence proof; nothing publishes it. "minimal": "reduced" without
     # the memory slices another slice dominates (slice 7 of an A100/H100), a candidate of issue 32.
     counters: Literal["reduced", "full", "minimal"] = "reduced"
+    # The DeviceClasses of the cluster: only offers one of them may select are published
+    # (domain/offers/class_demand.py, DESIGN.md D19); None: not known (yet), every offer is.
+    demand: ClassDemand | None = None
 
     def offered_profiles(self, device: str) -> frozenset[str] | None:
         """The MIG profiles a card of ``device`` offers here; None: all of them."""

@@ -13,9 +13,12 @@ pays about (nodes in the cluster) x (nodes publishing counters) (docs/DRA.md, "S
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from deckhouse_gpu.domain.allocation.model import Inventory
+from deckhouse_gpu.domain.offers.model import DRIVER
 
 # The hooks keep the same number (hooks/lib/settings.py; tests/cmd/test_kubectl_gpu_scheduler_cost.py
 # holds them equal): they run without this package.
@@ -45,3 +48,17 @@ def scheduler_cost(inventory: Inventory, kubernetes: str, cluster_nodes: int) ->
             "or dra.migProfiles; docs/DRA.md, 'Scale'"
         )
     return SchedulerCost(len(publishing), nodes, kubernetes, warning)
+
+
+def broad_classes(selected: Mapping[str, int], inventory: Inventory) -> list[str]:
+    """The DeviceClasses that accept every device this driver publishes, MIG placements included:
+    for such a class every node publishes its whole layout, since offers follow the classes
+    (DESIGN.md D19). ``selected``: class -> devices of the cluster its selectors accept."""
+    ours = [d for s in inventory.slices if s.driver == DRIVER for d in s.devices]
+    if not any(_is_mig(d.raw) for d in ours):
+        return []
+    return sorted(name for name, count in selected.items() if count >= len(ours))
+
+
+def _is_mig(device: Mapping[str, Any]) -> bool:
+    return ((device.get("attributes") or {}).get("deviceType") or {}).get("string") == "MIG"
