@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config, unknown_requests
-from deckhouse_gpu.domain.config.mps_sharing import MPS_SHARING
+from deckhouse_gpu.domain.config.mps_sharing import MpsPlan
 from deckhouse_gpu.domain.config.opaque_types import VFIOConfig
 from deckhouse_gpu.domain.prepare.mps import MpsRefused, client_edits, pod_name, unit_of
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
@@ -75,13 +75,7 @@ def _with_sharing(plan: DevicePlan, result: Mapping[str, Any], config: Any, memo
     sharing = device_sharing(config, share_percent(result), memory, asked_memory_mib(result))
     if sharing is None:
         return plan
-    return replace(
-        plan,
-        sharing=sharing.strategy,
-        time_slice=None if sharing.time_slice is None else str(sharing.time_slice),
-        mps_threads=sharing.mps_thread_percentage,
-        mps_memory_mib=sharing.mps_memory_limit_mib,
-    )
+    return replace(plan, sharing=sharing)
 
 
 class CheckConfig:
@@ -147,7 +141,7 @@ class StartMps:
 
     def run(self, ctx: PrepareContext) -> None:
         host = ctx.sharing
-        units = {unit_of(plan) for plan in ctx.plans if plan.sharing == MPS_SHARING.name}
+        units = {unit_of(plan) for plan in ctx.plans if isinstance(plan.sharing, MpsPlan)}
         if host is None or not units:
             return
         try:
@@ -169,7 +163,7 @@ def mps_edits(ctx: PrepareContext) -> DeviceEdits:
     daemons = wanted(ctx.checkpoint, ctx.sharing)
     edits = {}
     for plan in ctx.plans:
-        if plan.sharing == MPS_SHARING.name:
+        if isinstance(plan.sharing, MpsPlan):
             daemon = daemons[pod_name(ctx.sharing.node, unit_of(plan))]
             edits[plan.device] = client_edits(plan, daemon)
     return edits
