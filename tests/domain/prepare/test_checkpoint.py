@@ -4,6 +4,7 @@
 """The prepare checkpoint codec: round trip, integrity, reboots, tolerant and strict reading."""
 
 import json
+from typing import Any
 
 import pytest
 
@@ -310,8 +311,8 @@ WRITTEN_BEFORE = {
 }  # fmt: skip
 
 
-def written_before() -> dict:
-    document = json.loads(json.dumps(WRITTEN_BEFORE))
+def written_before() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(json.dumps(WRITTEN_BEFORE))
     document["checksum"] = checksum(document)
     return document
 

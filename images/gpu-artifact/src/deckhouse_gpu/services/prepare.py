@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any, Protocol
 
 from deckhouse_gpu.domain.inventory.desired import node_selector
@@ -31,14 +32,23 @@ from deckhouse_gpu.ports.sharing import SharingError
 from deckhouse_gpu.ports.vfio import VfioError
 from deckhouse_gpu.services.claim_status import claim_object, clear_devices, prepared_devices, publish_devices
 from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.host_release import clean_unowned, release
+from deckhouse_gpu.services.host_release import FeatureRelease, HostPorts, clean_unowned, forget, release
 from deckhouse_gpu.services.prepare_observer import PrepareObserver
-from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS, PrepareContext, PrepareError, run_steps
+from deckhouse_gpu.services.prepare_steps import (
+    FEATURES,
+    PREPARE_STEPS,
+    PrepareContext,
+    PrepareError,
+    run_steps,
+)
 from deckhouse_gpu.services.sharing_host import SharingHost
 from deckhouse_gpu.services.sharing_settle import settle_node, start_wanted
 from deckhouse_gpu.services.vfio_release import VfioSide
 
 log = logging.getLogger(__name__)
+
+# What each registered feature gives back (DESIGN.md D20), in the order of FEATURES.
+RELEASES: tuple[FeatureRelease, ...] = tuple(feature.release for feature in FEATURES)
 
 
 class OfferFollower(Protocol):
@@ -111,6 +121,7 @@ class PrepareService:
             sharing=self.sharing,
             metadata=self.metadata,
             vfio=self.vfio,
+            features=FEATURES,
         )
         started = self.clock.monotonic()
         checkpoint, result = self._run_one(claim, ctx)
@@ -174,24 +185,11 @@ class PrepareService:
         if entry is None:
             # Unknown: nothing was prepared here, or it is undone already, or the checkpoint
             # was lost; a spec left behind by the latter still goes.
-            self.cdi.delete_claim(claim.uid)
-            if self.metadata is not None:
-                self.metadata.delete_claim(claim.uid)
-            if self.vfio is not None:
-                self.vfio.payloads.delete_claim(claim.uid)
+            forget(claim.uid, self._ports(), RELEASES)
             clear_devices(self.api, claim.namespace, claim.name, claim.uid)
             return checkpoint, None
         try:
-            checkpoint = release(
-                entry,
-                checkpoint,
-                self.mig,
-                self.cdi,
-                self.store.save,
-                self.sharing,
-                metadata=self.metadata,
-                vfio=self.vfio,
-            )
+            checkpoint = release(entry, checkpoint, self._ports(), self.store.save, RELEASES)
         except (MigError, SharingError, VfioError, OSError) as error:
             return checkpoint, error
         publish_devices(self.api, entry, rfc3339(self.clock.now()), prepared=False)
@@ -205,16 +203,11 @@ class PrepareService:
             decoded = self.store.load()
             checkpoint = decoded.checkpoint
             for entry in decoded.dropped_after_reboot:
-                # Nothing of it survived the reboot on the GPU; its spec and MIG mode may have.
+                # Nothing of it survived the reboot on the GPU; its spec and MIG mode may have. A
+                # function it moved to vfio-pci did not stay there: the ledger's cleanup follows.
+                after_reboot = replace(self._ports(), vfio=None)
                 checkpoint = release(
-                    entry,
-                    checkpoint.with_entry(entry),
-                    self.mig,
-                    self.cdi,
-                    self.store.save,
-                    self.sharing,
-                    strict=False,
-                    metadata=self.metadata,
+                    entry, checkpoint.with_entry(entry), after_reboot, self.store.save, RELEASES, strict=False
                 )
             if decoded.corrupt_reason or self.store.corrupted_before():
                 # Without a checkpoint nobody knows which instances running Pods still use: keep
@@ -226,7 +219,7 @@ class PrepareService:
                 )
                 self.store.save(checkpoint)
                 return
-            clean_unowned(checkpoint, self.mig, self.cdi, self.metadata, self._card_addresses(), self.vfio)
+            clean_unowned(checkpoint, self._ports(), self._card_addresses(), RELEASES)
             if self.sharing is not None:
                 settle_node(checkpoint, self.sharing, self._card_addresses())
             self.store.save(checkpoint)
@@ -236,6 +229,9 @@ class PrepareService:
         now = rfc3339(self.clock.now())
         for entry in checkpoint.entries_in("PrepareCompleted"):
             self._device_status(publish_devices(self.api, entry, now, prepared=True))
+
+    def _ports(self) -> HostPorts:
+        return HostPorts(self.mig, self.cdi, self.sharing, self.metadata, self.vfio)
 
     def _device_status(self, kept: bool | None) -> None:
         if self.observer is not None:

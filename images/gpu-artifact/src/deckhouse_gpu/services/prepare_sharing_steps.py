@@ -27,6 +27,7 @@ from deckhouse_gpu.domain.prepare.sharing import (
     share_percent,
 )
 from deckhouse_gpu.ports.sharing import SharingError
+from deckhouse_gpu.services.host_release import FeatureRelease, Releasing
 from deckhouse_gpu.services.prepare_context import DeviceEdits, PrepareContext, PrepareError, PrepareFeature
 from deckhouse_gpu.services.sharing_settle import (
     card_settings_of,
@@ -169,5 +170,23 @@ def mps_edits(ctx: PrepareContext) -> DeviceEdits:
     return edits
 
 
+def stop_daemons(state: Releasing) -> None:
+    """First in a release: an MPS server holds its MIG instance and its card's compute mode."""
+    if state.ports.sharing is not None:
+        stop_unwanted(state.checkpoint.without(state.entry.uid), state.ports.sharing)
+
+
+def settle_released_cards(state: Releasing) -> None:
+    """The claim's cards get the sharing settings the other claims need."""
+    if state.ports.sharing is not None:
+        others = state.checkpoint.without(state.entry.uid)
+        settle_cards(card_settings_of(state.entry.devices), others, state.ports.sharing, state.strict)
+
+
 # The claim's config is decoded by the pipeline itself (check-config, for every device).
-SHARING_FEATURE = PrepareFeature("sharing", settings=(SetCardSharing(), StartMps()), device_edits=mps_edits)
+SHARING_FEATURE = PrepareFeature(
+    "sharing",
+    settings=(SetCardSharing(), StartMps()),
+    device_edits=mps_edits,
+    release=FeatureRelease(holders=stop_daemons, settings=settle_released_cards),
+)
