@@ -129,6 +129,7 @@ def test_each_strategy_plans_a_device_and_keeps_the_plan_in_checkpoint_fields_of
     owners: dict[str, str] = {}
     for strategy in features.STRATEGIES:
         config = strategy.read(_Quiet(), None, "")
+        assert strategy.share_cap(config) is None  # its defaults cap no client below a share
         for share in (None, Fraction(25), Fraction(100)):
             plan = strategy.plan(config, share, 24576, None)
             assert plan.strategy == strategy.name

@@ -85,6 +85,11 @@ class MpsStrategy:
     def card_policy(self, config: SharingConfig) -> str:
         return NAME  # limits may differ between shares: each client carries its own
 
+    def share_cap(self, config: SharingConfig) -> tuple[str, int] | None:
+        assert isinstance(config, MPS)
+        threads = config.default_active_thread_percentage
+        return None if threads is None else (join(self.field, _FIELDS[0]), threads)
+
     def plan(
         self, config: SharingConfig, share: Fraction | None, memory_mib: int | None, asked_mib: int | None
     ) -> MpsPlan:

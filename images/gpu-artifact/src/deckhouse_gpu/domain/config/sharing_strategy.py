@@ -84,6 +84,12 @@ class SharingStrategy(Protocol):
         on one card (the allocation audit and prepare's guard compare it)."""
         ...
 
+    def share_cap(self, config: SharingConfig) -> tuple[str, int] | None:
+        """The setting that caps each client at a percentage of the card (its path under
+        ``sharing``) and its value; None when none is set. The webhook holds it to the claim's
+        share (services/config_admission_shares.py), as ``plan`` does at prepare."""
+        ...
+
     def plan(
         self, config: SharingConfig, share: Fraction | None, memory_mib: int | None, asked_mib: int | None
     ) -> SharingPlan:

@@ -78,6 +78,9 @@ class TimeSlicingStrategy:
         assert isinstance(config, TimeSlicing)
         return f"{NAME} (interval {config.interval})"
 
+    def share_cap(self, config: SharingConfig) -> tuple[str, int] | None:
+        return None  # time-slicing caps no process
+
     def plan(
         self, config: SharingConfig, share: Fraction | None, memory_mib: int | None, asked_mib: int | None
     ) -> TimeSlicePlan:
