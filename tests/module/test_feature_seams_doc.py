@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 import deckhouse_gpu
 from deckhouse_gpu.domain.config import features
@@ -52,7 +51,7 @@ def test_each_strategy_and_feature_lives_where_d20_says() -> None:
     for strategy in features.STRATEGIES:
         assert type(strategy).__module__.startswith("deckhouse_gpu.domain.config.")
     for strategy in features.STRATEGIES:  # its plan is its own, from its own module
-        plan = strategy.plan(strategy.read(_Defaults(), None, ""), None, None, None)
+        plan = strategy.plan(strategy.config(), None, None, None)  # at its default settings
         assert type(plan).__module__ == type(strategy).__module__
     assert "`FeatureRelease`" in section
     for feature in prepare_steps.FEATURES:
@@ -68,16 +67,3 @@ def test_each_strategy_and_feature_lives_where_d20_says() -> None:
             assert (
                 where == home or f"`{where.removeprefix('deckhouse_gpu.').replace('.', '/')}.py`" in section
             )
-
-
-class _Defaults:
-    """A strategy's settings left out: nothing to read."""
-
-    def fail(self, path: str, reason: str) -> None:
-        raise AssertionError(f"{path}: {reason}")
-
-    def fields(self, value: Any, path: str, owner: str, known: tuple[str, ...]) -> dict[str, Any] | None:
-        return {}
-
-    def integer(self, value: Any, path: str, low: int, high: int) -> int | None:
-        raise AssertionError(path)
