@@ -65,7 +65,9 @@ class FeatureRelease:
     made them: MIG instances and modes), ``settings`` (what its cards keep for the other claims),
     then the claim's CDI spec goes, then ``files``. At start, what no entry owns goes in the same
     phases (``unowned_*``, the CDI specs between devices and files). ``forget`` is the unprepare of
-    a claim no entry knows (a lost checkpoint): what it may have left on disk."""
+    a claim no entry knows (a lost checkpoint): what it may have left on disk. An entry of an
+    earlier boot is released only by the features whose changes can outlive a reboot
+    (``survives_reboot``: a MIG mode can, a function's binding to vfio-pci cannot)."""
 
     holders: ReleasePart | None = None
     devices: ReleasePart | None = None
@@ -75,6 +77,7 @@ class FeatureRelease:
     unowned_devices: UnownedPart | None = None
     unowned_files: UnownedPart | None = None
     forget: ForgetPart | None = None
+    survives_reboot: bool = True
 
 
 def release(

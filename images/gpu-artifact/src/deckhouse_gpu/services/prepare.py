@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import replace
 from typing import Any, Protocol
 
 from deckhouse_gpu.domain.inventory.desired import node_selector
@@ -203,12 +202,10 @@ class PrepareService:
             decoded = self.store.load()
             checkpoint = decoded.checkpoint
             for entry in decoded.dropped_after_reboot:
-                # Nothing of it survived the reboot on the GPU; its spec and MIG mode may have. A
-                # function it moved to vfio-pci did not stay there: the ledger's cleanup follows.
-                after_reboot = replace(self._ports(), vfio=None)
-                checkpoint = release(
-                    entry, checkpoint.with_entry(entry), after_reboot, self.store.save, RELEASES, strict=False
-                )
+                # Nothing of it survived the reboot on the GPU; its spec and MIG mode may have.
+                survived = [part for part in RELEASES if part.survives_reboot]
+                ports, save = self._ports(), self.store.save
+                checkpoint = release(entry, checkpoint.with_entry(entry), ports, save, survived, strict=False)
             if decoded.corrupt_reason or self.store.corrupted_before():
                 # Without a checkpoint nobody knows which instances running Pods still use: keep
                 # them (also on later restarts, until the corrupt copy is removed by a person).

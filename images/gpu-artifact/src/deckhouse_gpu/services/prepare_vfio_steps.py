@@ -228,6 +228,9 @@ VFIO_FEATURE = PrepareFeature(
     files=(WriteVfioPayload(),),
     device_edits=vfio_edits,
     release=FeatureRelease(
-        holders=give_back_functions, unowned_holders=give_back_leftovers, forget=forget_payload
+        holders=give_back_functions,
+        unowned_holders=give_back_leftovers,
+        forget=forget_payload,
+        survives_reboot=False,  # the ledger's cleanup at start gives back what the ledger kept
     ),
 )
