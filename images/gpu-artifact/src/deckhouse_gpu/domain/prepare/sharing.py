@@ -1,3 +1,6 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
 """What sharing one allocated device asks of the host, and which shares cannot sit on one card.
 
 A device's sharing comes from its opaque config (``GPUConfig.sharing`` / ``MIGConfig.sharing``,
