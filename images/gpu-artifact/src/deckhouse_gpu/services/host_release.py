@@ -30,8 +30,7 @@ Save = Callable[[Checkpoint], None]
 
 @dataclass(frozen=True)
 class HostPorts:
-    """What the release works with; None: the node runs without the feature (or, for an entry of
-    an earlier boot, it left nothing of that feature to give back)."""
+    """What the release works with; None: the node runs without the feature."""
 
     mig: MigControl
     cdi: ClaimCDI
