@@ -8,6 +8,7 @@ are where it says."""
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import deckhouse_gpu
@@ -49,8 +50,20 @@ def test_each_strategy_and_feature_lives_where_d20_says() -> None:
     assert "`FEATURES`" in section
     for strategy in features.STRATEGIES:
         assert type(strategy).__module__.startswith("deckhouse_gpu.domain.config.")
+    for strategy in features.STRATEGIES:  # its plan is its own, from its own module
+        plan = strategy.plan(strategy.config(), None, None, None)  # at its default settings
+        assert type(plan).__module__ == type(strategy).__module__
+    assert "`FeatureRelease`" in section
     for feature in prepare_steps.FEATURES:
         steps = (*feature.checks, *feature.devices, *feature.settings, *feature.files)
         modules = {type(step).__module__ for step in steps}
         assert len(modules) == 1, feature.name
-        assert re.fullmatch(r"deckhouse_gpu\.services\.prepare_\w+_steps", modules.pop()), feature.name
+        home = modules.pop()
+        assert re.fullmatch(r"deckhouse_gpu\.services\.prepare_\w+_steps", home), feature.name
+        # Its release parts: in its steps module, or a release module D20 names.
+        parts = [getattr(feature.release, f.name) for f in fields(feature.release)]
+        for part in (p for p in parts if callable(p)):
+            where = part.__module__
+            assert (
+                where == home or f"`{where.removeprefix('deckhouse_gpu.').replace('.', '/')}.py`" in section
+            )

@@ -21,6 +21,7 @@ from deckhouse_gpu.domain.allocation.card_sharing import card_sharing
 from deckhouse_gpu.domain.allocation.model import build_inventory
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 from deckhouse_gpu.domain.cel import device_view
+from deckhouse_gpu.domain.config.mps_sharing import MpsPlan
 from deckhouse_gpu.domain.config.opaque_config import decode
 from deckhouse_gpu.domain.config.opaque_types import DRIVER, GPUConfig
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
@@ -170,13 +171,7 @@ def test_a_quarter_of_an_a30_gets_the_limits_shown() -> None:
     config = decode(DOC_CLASSES["gpu-a30-shared-mps"]["spec"]["config"][0]["opaque"]["parameters"])
     sharing = device_sharing(config, Fraction(25), a30_memory())
     assert sharing is not None
-    quarter = plan(
-        A30,
-        "s1",
-        sharing="MPS",
-        mps_threads=sharing.mps_thread_percentage,
-        mps_memory_mib=sharing.mps_memory_limit_mib,
-    )
+    quarter = plan(A30, "s1", sharing=sharing)
     daemon = daemon_for(quarter, NODE, PLUGIN_DIR, str(quarter.uuid))
     env = client_edits(quarter, daemon)["env"]
     for doc in DOCS:
@@ -188,12 +183,11 @@ def test_a_quarter_of_an_a30_gets_the_limits_shown() -> None:
     parameters = BY_NAME["a30-half-capped"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
     share = Fraction(capped[0]["exactly"]["capacity"]["requests"]["sharePercent"])
     limited = device_sharing(decode(parameters), share, a30_memory())
-    assert limited is not None
-    assert (limited.mps_thread_percentage, limited.mps_memory_limit_mib) == (40, 8192)
+    assert limited == MpsPlan(40, 8192)
 
 
 def test_the_daemon_pod_is_named_labelled_and_mounted_as_shown() -> None:
-    daemon = daemon_for(plan(A30, "s1", sharing="MPS"), NODE, PLUGIN_DIR, "GPU-x")
+    daemon = daemon_for(plan(A30, "s1", sharing=MpsPlan()), NODE, PLUGIN_DIR, "GPU-x")
     pod = daemon_pod(daemon, "d8-gpu", "image", "/")
     page = text()
     assert f"`{pod['metadata']['namespace']}`" in page
@@ -228,11 +222,11 @@ def webhook_denial() -> str:
 
 def test_the_errors_shown_are_those_of_the_code() -> None:
     # prepare: one card, one strategy (with the guard's ending), and one daemon per claim
-    mps = plan(A30, "s1", sharing="MPS")
+    mps = plan(A30, "s1", sharing=MpsPlan())
     first = ClaimEntry("0c6f2f4e-1d2b-4c55-9a1e-3f1c2b7d8e90", "ml", "train-a", "PrepareCompleted", (mps,))
     conflict = sharing_conflicts("other", [plan(A30, "s2")], [first])
     assert len(conflict) == 1
-    several = one_daemon_per_claim([mps, plan(T4, "s3", sharing="MPS")])
+    several = one_daemon_per_claim([mps, plan(T4, "s3", sharing=MpsPlan())])
     # prepare: a memory limit above the share
     eight = decode(gpu_config(strategy="MPS", mps={"defaultPinnedDeviceMemoryLimit": "8Gi"}))
     assert isinstance(eight, GPUConfig)

@@ -9,6 +9,7 @@ and no module of the package spells a strategy's name outside the strategy's own
 from __future__ import annotations
 
 import ast
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,41 @@ def test_shares_without_config_sit_only_beside_the_cards_default() -> None:
     assert default == features.card_policy(features.CARD_DEFAULT)
     policies = {s.name: s.card_policy(s.read(_Quiet(), None, "")) for s in features.STRATEGIES}
     assert list(policies.values()).count(default) == 1  # only the default strategy at its defaults
+
+
+def test_each_strategy_plans_a_device_and_keeps_the_plan_in_checkpoint_fields_of_its_own() -> None:
+    """What prepare applies under a strategy is the strategy's: its plan names it, goes through
+    the checkpoint's fields and back unchanged, and asks of the card what its settings ask."""
+    owners: dict[str, str] = {}
+    for strategy in features.STRATEGIES:
+        config = strategy.read(_Quiet(), None, "")
+        assert strategy.share_cap(config) is None  # its defaults cap no client below a share
+        for share in (None, Fraction(25), Fraction(100)):
+            plan = strategy.plan(config, share, 24576, None)
+            assert plan.strategy == strategy.name
+            assert features.planned_by(plan) is strategy
+            written = strategy.plan_json(plan)
+            assert strategy.plan_read(_Fields(written)) == plan
+            assert strategy.plan_card_policy(plan) == strategy.card_policy(config)
+            assert all(owners.setdefault(key, strategy.name) == strategy.name for key in written)
+    device = {"request", "pool", "device", "card", "kind", "shareID", "profileID", "placementStart"}
+    assert not set(owners) & (device | {"placementSize", "uuid", "sharing", "vfio"})
+
+
+class _Fields:
+    """A device record's fields as the checkpoint's decoder lends them to a strategy."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+
+    def value(self, key: str, kind: type) -> Any:
+        found = self.record.get(key)
+        assert found is None or isinstance(found, kind)
+        return found
+
+    def one_of(self, key: str, value: str, allowed: tuple[str, ...]) -> str:
+        assert value in allowed
+        return value
 
 
 class _Quiet:

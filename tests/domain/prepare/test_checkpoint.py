@@ -4,9 +4,12 @@
 """The prepare checkpoint codec: round trip, integrity, reboots, tolerant and strict reading."""
 
 import json
+from typing import Any
 
 import pytest
 
+from deckhouse_gpu.domain.config.mps_sharing import MpsPlan
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval, TimeSlicePlan
 from deckhouse_gpu.domain.prepare.checkpoint import (
     Checkpoint,
     ClaimEntry,
@@ -34,9 +37,7 @@ PHYSICAL_PLAN = DevicePlan(
     kind="Physical",
     share_id="s-1",
     uuid="GPU-31",
-    sharing="MPS",
-    mps_threads=25,
-    mps_memory_mib=6144,
+    sharing=MpsPlan(25, 6144),
 )
 INSTANCE = MigInstance(CARD, 5, 0, 14, 2, 1, "MIG-11111111-2222-3333-4444-555555555555")
 
@@ -73,12 +74,7 @@ def test_round_trip_keeps_every_field():
     assert entry.updated == "2026-11-21T12:00:00Z"
     assert decoded.checkpoint.claims["uid-b"].mig_disabled_cards == (PHYSICAL_PLAN.card,)
     shared = decoded.checkpoint.claims["uid-b"].devices[0]  # what a card must be set to after a crash
-    assert (shared.uuid, shared.sharing, shared.mps_threads, shared.mps_memory_mib) == (
-        "GPU-31",
-        "MPS",
-        25,
-        6144,
-    )
+    assert (shared.uuid, shared.sharing) == ("GPU-31", MpsPlan(thread_percentage=25, memory_limit_mib=6144))
 
 
 def test_file_layout_is_versioned_with_a_checksum_and_omits_empty_options():
@@ -278,3 +274,68 @@ def test_checkpoint_helpers():
     assert checkpoint.get("missing") is None
     half_done = started("uid-c").with_mig(MigRecord(CARD, 6, 0, 14, 3, 1, "MIG-c"))
     assert checkpoint.with_entry(half_done).owned_mig() == {(CARD, 5, 0), (CARD, 6, 0)}
+
+
+# A checkpoint as the version before the strategies owned their plans wrote it (DESIGN.md D20):
+# each device's sharing as ``sharing`` and the strategy's own flat fields beside it.
+WRITTEN_BEFORE = {
+    "version": 1,
+    "bootID": BOOT,
+    "claims": {
+        "uid-s": {
+            "uid": "uid-s",
+            "namespace": "ml",
+            "name": "shares",
+            "state": "PrepareCompleted",
+            "devices": [
+                {"request": "a", "pool": "gpus/w1", "device": "gpu-0000-31-00-0", "card": "0000:31:00.0",
+                 "kind": "Physical", "shareID": "s-1", "uuid": "GPU-31", "sharing": "TimeSlicing",
+                 "timeSlice": "Long"},
+                {"request": "b", "pool": "gpus/w1", "device": "gpu-0000-32-00-0", "card": "0000:32:00.0",
+                 "kind": "Physical", "shareID": "s-2", "uuid": "GPU-32", "sharing": "MPS",
+                 "mpsThreadPercentage": 25, "mpsMemoryLimitMiB": 6144},
+                {"request": "c", "pool": "gpus/w1", "device": "gpu-0000-17-00-0-mig-1g-6gb-2",
+                 "card": CARD, "kind": "MIG", "profileID": 14, "placementStart": 2, "placementSize": 1,
+                 "sharing": "MPS"},
+                {"request": "d", "pool": "gpus/w1", "device": "gpu-0000-33-00-0", "card": "0000:33:00.0",
+                 "kind": "Physical", "shareID": "s-4"},
+            ],
+            "mig": [],
+            "migEnabledCards": [],
+            "migDisabledCards": [],
+            "cdiDeviceIDs": {},
+            "updated": "2026-12-01T10:00:00Z",
+            "vfio": [],
+        }
+    },
+}  # fmt: skip
+
+
+def written_before() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(json.dumps(WRITTEN_BEFORE))
+    document["checksum"] = checksum(document)
+    return document
+
+
+def test_a_checkpoint_of_the_version_before_loads_with_each_strategys_plan():
+    devices = decode(json.dumps(written_before()).encode(), BOOT).checkpoint.claims["uid-s"].devices
+    assert [device.sharing for device in devices] == [
+        TimeSlicePlan(TimeSliceInterval.LONG),
+        MpsPlan(thread_percentage=25, memory_limit_mib=6144),
+        MpsPlan(),
+        None,
+    ]
+
+
+def test_what_is_written_is_what_the_version_before_wrote_so_a_downgrade_reads_it():
+    loaded = decode(json.dumps(written_before()).encode(), BOOT).checkpoint
+    assert json.loads(encode(loaded)) == written_before()
+
+
+def test_a_time_sliced_device_without_its_interval_is_at_the_default_as_before():
+    def without_interval(document):
+        del document["claims"]["uid-s"]["devices"][0]["timeSlice"]
+
+    data = rewrite(json.dumps(written_before()).encode(), without_interval)
+    device = decode(data, BOOT).checkpoint.claims["uid-s"].devices[0]
+    assert device.sharing == TimeSlicePlan(TimeSliceInterval.DEFAULT)

@@ -7,6 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from deckhouse_gpu.domain.config.mps_sharing import MpsPlan
+from deckhouse_gpu.domain.config.time_slicing import TimeSlicePlan
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
 from deckhouse_gpu.domain.prepare.mps import (
@@ -33,8 +35,8 @@ def entry(uid: str, *devices: DevicePlan, mig: tuple[MigRecord, ...] = ()) -> Cl
 
 def test_one_daemon_per_card_for_every_mps_share_of_it():
     shares = [
-        entry("u1", replace(WHOLE, sharing="MPS")),
-        entry("u2", replace(WHOLE, share_id="s2", sharing="MPS")),
+        entry("u1", replace(WHOLE, sharing=MpsPlan())),
+        entry("u2", replace(WHOLE, share_id="s2", sharing=MpsPlan())),
     ]
     daemons = wanted_daemons(shares, "w1", PLUGIN)
     assert list(daemons) == ["gpu-mps-w1-gpu-0000-17-00-0"]
@@ -52,16 +54,16 @@ def test_one_daemon_per_card_for_every_mps_share_of_it():
 
 
 def test_a_mig_instance_gets_its_daemon_once_it_exists_and_needs_no_card_mode():
-    before = entry("u1", replace(MIG, sharing="MPS"))
+    before = entry("u1", replace(MIG, sharing=MpsPlan()))
     assert wanted_daemons([before], "w1", PLUGIN) == {}
-    after = entry("u1", replace(MIG, sharing="MPS"), mig=(RECORD,))
+    after = entry("u1", replace(MIG, sharing=MpsPlan()), mig=(RECORD,))
     daemon = wanted_daemons([after], "w1", PLUGIN)["gpu-mps-w1-gpu-0000-17-00-0-mig-1g-6gb-2"]
     assert daemon.visible_device == "MIG-5"
     assert mps_cards([after]) == set()
 
 
 def test_devices_without_mps_need_no_daemon():
-    assert wanted_daemons([entry("u1", WHOLE, replace(WHOLE, sharing="TimeSlicing"))], "w1", PLUGIN) == {}
+    assert wanted_daemons([entry("u1", WHOLE, replace(WHOLE, sharing=TimeSlicePlan()))], "w1", PLUGIN) == {}
 
 
 def test_pod_names_stay_within_the_api_limit_and_distinct_per_node():
@@ -74,7 +76,7 @@ def test_pod_names_stay_within_the_api_limit_and_distinct_per_node():
 
 
 def test_a_client_gets_the_pipe_the_shared_memory_and_its_own_limits():
-    plan = replace(WHOLE, sharing="MPS", mps_threads=25, mps_memory_mib=6144)
+    plan = replace(WHOLE, sharing=MpsPlan(25, 6144))
     daemon = daemon_for(plan, "w1", PLUGIN, "GPU-1")
     edits = client_edits(plan, daemon)
     assert edits["env"] == [
@@ -84,12 +86,12 @@ def test_a_client_gets_the_pipe_the_shared_memory_and_its_own_limits():
     ]
     mounts = {m["containerPath"]: m["hostPath"] for m in edits["mounts"]}
     assert mounts == {"/run/nvidia-mps": daemon.pipe_dir, "/dev/shm": daemon.shm_dir}
-    unlimited = client_edits(replace(plan, mps_threads=None, mps_memory_mib=None), daemon)
+    unlimited = client_edits(replace(plan, sharing=MpsPlan()), daemon)
     assert unlimited["env"] == ["CUDA_MPS_PIPE_DIRECTORY=/run/nvidia-mps"]
 
 
 def test_a_claim_reaches_one_daemon_only():
-    other = replace(WHOLE, device="gpu-0000-31-00-0", card="0000:31:00.0", sharing="MPS")
-    assert one_daemon_per_claim([replace(WHOLE, sharing="MPS"), other]) is not None
-    assert one_daemon_per_claim([replace(WHOLE, sharing="MPS"), replace(WHOLE, request="b")]) is None
-    assert one_daemon_per_claim([replace(WHOLE, sharing="MPS"), replace(other, sharing=None)]) is None
+    other = replace(WHOLE, device="gpu-0000-31-00-0", card="0000:31:00.0", sharing=MpsPlan())
+    assert one_daemon_per_claim([replace(WHOLE, sharing=MpsPlan()), other]) is not None
+    assert one_daemon_per_claim([replace(WHOLE, sharing=MpsPlan()), replace(WHOLE, request="b")]) is None
+    assert one_daemon_per_claim([replace(WHOLE, sharing=MpsPlan()), replace(other, sharing=None)]) is None

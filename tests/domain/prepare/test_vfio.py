@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from deckhouse_gpu.domain.config.mps_sharing import MpsPlan
 from deckhouse_gpu.domain.prepare import vfio
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.domain.prepare.vfio import CardGroup, PciFunction, PodRef
@@ -72,10 +73,11 @@ def test_the_annotation_is_refused_on_a_mig_instance_and_on_a_share():
 
 
 def test_a_card_for_a_vm_is_not_shared():
-    refused = vfio.sharing_refusal(DevicePlan("gpu", "p", "d", CARD, "Physical", sharing="MPS", vfio=True))
+    plan = DevicePlan("gpu", "p", "d", CARD, "Physical", sharing=MpsPlan(), vfio=True)
+    refused = vfio.sharing_refusal(plan)
     assert refused is not None
     assert "asked for VFIO and for MPS sharing at once" in refused
-    assert vfio.sharing_refusal(DevicePlan("gpu", "p", "d", CARD, "Physical", sharing="MPS")) is None
+    assert vfio.sharing_refusal(DevicePlan("gpu", "p", "d", CARD, "Physical", sharing=MpsPlan())) is None
 
 
 def test_the_pods_a_claim_is_reserved_for_and_the_annotation():

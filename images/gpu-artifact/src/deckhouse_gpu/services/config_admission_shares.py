@@ -1,15 +1,16 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The admission check of an MPS config against the shares a claim asks for (docs/SHARING.md).
+"""The admission check of a sharing config against the shares a claim asks for (docs/SHARING.md).
 
-MPS caps each client at its ``defaultActiveThreadPercentage`` of the card's multiprocessors, and
-gpu-handler refuses at prepare a cap above the claim's share of the card: the share is what the
-claim was given. The webhook sees the same in a claim or template that carries the config
-itself: a request's share is its ``capacity.requests.sharePercent`` (``exactly``, or each
-``firstAvailable`` subrequest); a request without one asks for the offer's default, 100, above
-which no cap can go. The memory cap (``defaultPinnedDeviceMemoryLimit``) waits for prepare, the
-first to know the card's memory. A DeviceClass's config meets its claims' shares only at prepare.
+A strategy may cap each client at a percentage of the card (``SharingStrategy.share_cap``: MPS's
+``defaultActiveThreadPercentage`` of the card's multiprocessors), and gpu-handler refuses at
+prepare a cap above the claim's share of the card: the share is what the claim was given. The
+webhook sees the same in a claim or template that carries the config itself: a request's share
+is its ``capacity.requests.sharePercent`` (``exactly``, or each ``firstAvailable`` subrequest); a
+request without one asks for the offer's default, 100, above which no cap can go. The memory cap
+(``defaultPinnedDeviceMemoryLimit``) waits for prepare, the first to know the card's memory. A
+DeviceClass's config meets its claims' shares only at prepare.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from fractions import Fraction
 from typing import Any
 
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
-from deckhouse_gpu.domain.config.mps_sharing import MPS
+from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.config.opaque_types import DeviceConfig, GPUConfig
 
 # Request leaf (``req`` or ``req/sub``) -> the sharePercent it asks for and the path of it.
@@ -66,21 +67,22 @@ def request_shares(devices: Mapping[str, Any], prefix: str) -> dict[str, tuple[F
 def above_share(
     path: str, config: DeviceConfig | None, targets: set[str] | None, shares: Shares
 ) -> list[str]:
-    """Why the config at ``path`` (a ``config[]`` entry) gives MPS clients more than the share of a
-    request it configures (``targets``; None: every request); empty when it does not.
+    """Why the config at ``path`` (a ``config[]`` entry) caps clients above the share of a request
+    it configures (``targets``; None: every request); empty when it does not.
 
     The scheduler rounds a share up to a whole percent (the shared offer's request policy: 1 to 100
     in steps of 1, DESIGN.md D6), so the rounded share is the bound, as at prepare."""
     sharing = config.sharing if isinstance(config, GPUConfig) else None
-    threads = sharing.default_active_thread_percentage if isinstance(sharing, MPS) else None
-    if threads is None:
+    cap = None if sharing is None else features.strategy_of(sharing).share_cap(sharing)
+    if cap is None:
         return []
+    setting, capped = cap
     problems = []
     for leaf in sorted(shares if targets is None else targets & shares.keys()):
         share, where = shares[leaf]
-        if threads > max(1, math.ceil(share)):
+        if capped > max(1, math.ceil(share)):
             problems.append(
-                f"{path}.opaque.parameters.sharing.mps.defaultActiveThreadPercentage: {threads} is above "
+                f"{path}.opaque.parameters.sharing.{setting}: {capped} is above "
                 f"the claim's share of the card ({float(share):g} % at {where}): lower it, or ask for a "
                 "larger sharePercent"
             )

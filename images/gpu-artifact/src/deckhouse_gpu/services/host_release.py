@@ -3,186 +3,134 @@
 
 """Undoing a claim's host changes: shared by unprepare, by the rollback of a leftover PrepareStarted
 entry and by the cleanup at start. Every action is idempotent, and the checkpoint is saved after
-each one, so a crash in the middle resumes where it stopped."""
+each one, so a crash in the middle resumes where it stopped.
+
+What is released is each feature's: a ``PrepareFeature`` (services/prepare_context.py) carries a
+``FeatureRelease``, and the functions here loop over them phase by phase, in the order the
+features are registered (``FEATURES`` in services/prepare_steps.py), naming none (DESIGN.md D20).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
-from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
-from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.device_metadata import DeviceMetadataFiles
-from deckhouse_gpu.ports.mig import MigControl, MigError
+from deckhouse_gpu.ports.mig import MigControl
 from deckhouse_gpu.services.sharing_host import SharingHost
-from deckhouse_gpu.services.sharing_settle import card_settings_of, settle_cards, stop_unwanted
-from deckhouse_gpu.services.vfio_release import VfioSide, clean_leftovers, give_back
+from deckhouse_gpu.services.vfio_release import VfioSide
 
 log = logging.getLogger(__name__)
 
 Save = Callable[[Checkpoint], None]
 
 
+@dataclass(frozen=True)
+class HostPorts:
+    """What the release works with; None: the node runs without the feature."""
+
+    mig: MigControl
+    cdi: ClaimCDI
+    sharing: SharingHost | None = None
+    metadata: DeviceMetadataFiles | None = None
+    vfio: VfioSide | None = None
+
+
+@dataclass
+class Releasing:
+    """One claim's release under way: each part reads the entry and moves the checkpoint on,
+    saving after each host change. ``strict``: what cannot be given back raises, and the entry
+    stays for the kubelet's retry; else it is logged (the cleanup at start)."""
+
+    entry: ClaimEntry
+    checkpoint: Checkpoint
+    ports: HostPorts
+    save: Save
+    strict: bool
+
+
+type ReleasePart = Callable[[Releasing], None]
+type UnownedPart = Callable[[Checkpoint, HostPorts, list[str]], None]  # checkpoint, ports, cards
+type ForgetPart = Callable[[str, HostPorts], None]  # claim UID, ports
+
+
+@dataclass(frozen=True)
+class FeatureRelease:
+    """What a feature gives back, by phase. A claim's release runs, across the features:
+    ``holders`` (what holds a device: an MPS server, a function on vfio-pci), ``devices`` (what
+    made them: MIG instances and modes), ``settings`` (what its cards keep for the other claims),
+    then the claim's CDI spec goes, then ``files``. At start, what no entry owns goes in the same
+    phases (``unowned_*``, the CDI specs between devices and files). ``forget`` is the unprepare of
+    a claim no entry knows (a lost checkpoint): what it may have left on disk. An entry of an
+    earlier boot is released only by the features whose changes can outlive a reboot
+    (``survives_reboot``: a MIG mode can, a function's binding to vfio-pci cannot)."""
+
+    holders: ReleasePart | None = None
+    devices: ReleasePart | None = None
+    settings: ReleasePart | None = None
+    files: ReleasePart | None = None
+    unowned_holders: UnownedPart | None = None
+    unowned_devices: UnownedPart | None = None
+    unowned_files: UnownedPart | None = None
+    forget: ForgetPart | None = None
+    survives_reboot: bool = True
+
+
 def release(
     entry: ClaimEntry,
     checkpoint: Checkpoint,
-    mig: MigControl,
-    cdi: ClaimCDI,
+    ports: HostPorts,
     save: Save,
-    sharing: SharingHost | None = None,
+    releases: Iterable[FeatureRelease],
     strict: bool = True,
-    metadata: DeviceMetadataFiles | None = None,
-    vfio: VfioSide | None = None,
 ) -> Checkpoint:
-    """Stops the MPS daemons only this claim used, destroys the claim's MIG instances, switches
-    MIG off where the claim switched it on and nothing else uses it, switches it on again where an
-    unfinished prepare switched it off, gives its cards the sharing settings the other claims need
-    (``strict``: a failure raises and the entry stays, so the kubelet's retry resumes), deletes
-    the claim's CDI spec and its device metadata files (``metadata``) and drops the entry. Before
-    any of that, the functions the claim moved to vfio-pci go back to their drivers (``vfio``), so
-    that NVML sees their cards again for what follows."""
-    if sharing is not None:
-        # First: an MPS server holds its MIG instance and its card's compute mode.
-        stop_unwanted(checkpoint.without(entry.uid), sharing)
-    if vfio is not None:
-        checkpoint = give_back(entry, checkpoint, vfio, save, strict)
-        entry = checkpoint.get(entry.uid) or entry
-    current = entry
-    for record in entry.mig:
-        mig.destroy_instance(record.card, record.gpu_instance_id, record.compute_instance_id)
-        current = current.without_mig(record.key)
-        checkpoint = checkpoint.with_entry(current)
-        save(checkpoint)
-    if entry.state == "PrepareStarted":
-        _destroy_unrecorded(entry, checkpoint, mig)
-    for card in entry.mig_enabled_cards:
-        checkpoint = _disable_or_hand_over(card, entry.uid, checkpoint, mig, save)
-    # MIG mode off is what a whole card needs and what a card offered whole starts from; MIG
-    # prepare switches it on when an instance is wanted. So a whole-card claim that was prepared
-    # leaves the card off for the next one, while a prepare that never finished (failed, or
-    # crashed and rolled back) gives the card back the mode it found (DESIGN.md D9).
-    if entry.state == "PrepareStarted":
-        for card in entry.mig_disabled_cards:
-            _enable_again(card, entry.uid, checkpoint, mig)
-    if sharing is not None:
-        settle_cards(card_settings_of(entry.devices), checkpoint.without(entry.uid), sharing, strict)
-    cdi.delete_claim(entry.uid)
-    if metadata is not None:
-        metadata.delete_claim(entry.uid)
-    checkpoint = checkpoint.without(entry.uid)
-    save(checkpoint)
-    return checkpoint
+    """Gives back everything ``entry`` records, feature by feature (``FeatureRelease``): first
+    what holds its devices (the MPS daemons only this claim used; the functions it moved to
+    vfio-pci, so NVML sees their cards again for what follows), then the devices (MIG instances
+    and modes), then the cards' settings the other claims need, the claim's CDI spec and its
+    files; the entry is dropped last."""
+    parts = tuple(releases)
+    state = Releasing(entry, checkpoint, ports, save, strict)
+    for phase in ([p.holders for p in parts], [p.devices for p in parts], [p.settings for p in parts]):
+        _run(phase, state)
+    ports.cdi.delete_claim(entry.uid)
+    _run([p.files for p in parts], state)
+    state.checkpoint = state.checkpoint.without(entry.uid)
+    save(state.checkpoint)
+    return state.checkpoint
+
+
+def _run(phase: list[ReleasePart | None], state: Releasing) -> None:
+    for part in phase:
+        if part is not None:
+            part(state)
 
 
 def clean_unowned(
-    checkpoint: Checkpoint,
-    mig: MigControl,
-    cdi: ClaimCDI,
-    metadata: DeviceMetadataFiles | None,
-    cards: list[str],
-    vfio: VfioSide | None,
+    checkpoint: Checkpoint, ports: HostPorts, cards: list[str], releases: Iterable[FeatureRelease]
 ) -> None:
-    """At start, what no entry owns: MIG instances on ``cards`` in MIG mode, CDI specs, device
-    metadata files, functions left on vfio-pci and their payloads (services/vfio_release.py)."""
-    if vfio is not None:
-        clean_leftovers(checkpoint, vfio)  # first: a card on vfio-pci has no MIG mode NVML can read
-    owned = checkpoint.owned_mig()
-    for card in cards:
-        if not _mig_enabled(mig, card):
-            continue
-        for instance in mig.instances(card):
-            if instance.key not in owned:
-                log.warning(
-                    "destroying a MIG instance no claim owns", extra={"card": card, "uuid": instance.uuid}
-                )
-                mig.destroy_instance(card, instance.gpu_instance_id, instance.compute_instance_id)
-    for uid in cdi.claims_with_specs() - set(checkpoint.claims):
-        cdi.delete_claim(uid)
-    if metadata is not None:
-        for uid in metadata.claims_with_files() - set(checkpoint.claims):
-            metadata.delete_claim(uid)
+    """At start, what no entry owns, feature by feature: functions left on vfio-pci and their
+    payloads first (a card on vfio-pci has no MIG mode NVML can read), MIG instances on ``cards``,
+    CDI specs, device metadata files."""
+    parts = tuple(releases)
+    phases = ([p.unowned_holders for p in parts], [p.unowned_devices for p in parts])
+    for phase in phases:
+        for part in phase:
+            if part is not None:
+                part(checkpoint, ports, cards)
+    for uid in ports.cdi.claims_with_specs() - set(checkpoint.claims):
+        ports.cdi.delete_claim(uid)
+    for part in (p.unowned_files for p in parts):
+        if part is not None:
+            part(checkpoint, ports, cards)
 
 
-def _mig_enabled(mig: MigControl, card: str) -> bool:
-    try:
-        return mig.mig_enabled(card)
-    except MigError:
-        return False  # NVML cannot see the card (on vfio-pci, lost): no instance to look at
-
-
-def unowned_at(plan: DevicePlan, checkpoint: Checkpoint, mig: MigControl) -> MigInstance | None:
-    """The instance at the plan's profile and placement that no checkpoint entry owns, if any."""
-    owned = checkpoint.owned_mig()
-    for instance in mig.instances(plan.card):
-        at_plan = (instance.profile_id, instance.placement_start) == (plan.profile_id, plan.placement_start)
-        if at_plan and instance.key not in owned:
-            return instance
-    return None
-
-
-def _destroy_unrecorded(entry: ClaimEntry, checkpoint: Checkpoint, mig: MigControl) -> None:
-    """A crash between creating an instance and recording it leaves one nobody owns: find it by
-    the placement the claim asked for."""
-    for plan in entry.devices:
-        if plan.kind != "MIG":
-            continue
-        if (instance := unowned_at(plan, checkpoint, mig)) is not None:
-            log.warning(
-                "destroying an unrecorded MIG instance of a rolled-back prepare",
-                extra={"card": plan.card},
-            )
-            mig.destroy_instance(instance.card, instance.gpu_instance_id, instance.compute_instance_id)
-
-
-def _disable_or_hand_over(
-    card: str, uid: str, checkpoint: Checkpoint, mig: MigControl, save: Save
-) -> Checkpoint:
-    """Switches MIG off on a card this claim switched on, once nothing uses it; while another claim
-    still has instances there, that claim inherits the duty, so the last one out switches it off."""
-    heir = next(
-        (
-            entry
-            for entry in checkpoint.claims.values()
-            if entry.uid != uid and any(d.card == card and d.kind == "MIG" for d in entry.devices)
-        ),
-        None,
-    )
-    if heir is not None:
-        checkpoint = checkpoint.with_entry(heir.with_mig_enabled(card))
-        save(checkpoint)
-        return checkpoint
-    if mig.instances(card) or not mig.mig_enabled(card):
-        return checkpoint
-    mig.set_mig_mode(card, False)
-    log.info("MIG mode switched off again: the last instance on the card is gone", extra={"card": card})
-    return checkpoint
-
-
-def _enable_again(card: str, uid: str, checkpoint: Checkpoint, mig: MigControl) -> None:
-    """Switches MIG mode on again on a card an unfinished prepare switched off for a whole card.
-    Best effort: off is a mode the card can serve in, and a claim's retry must not fail on it."""
-    if any(
-        other.uid != uid and any(d.card == card for d in other.devices)
-        for other in checkpoint.claims.values()
-    ):
-        return  # another claim (a share of the card) uses it as it is now
-    if mig.mig_enabled(card):
-        return  # the switch was never made or waits for a reset: nothing to give back
-    if mig.card_busy(card):
-        log.warning("MIG mode stays off: processes run on the card", extra={"card": card})
-        return
-    try:
-        mig.set_mig_mode(card, True)
-    except MigError as error:
-        log.warning(
-            "MIG mode stays off: it cannot be switched on again", extra={"card": card, "error": str(error)}
-        )
-        with contextlib.suppress(MigError):
-            mig.set_mig_mode(card, False)  # cancels a switch left pending until the next reset
-        return
-    log.info(
-        "MIG mode switched on again: the prepare that switched it off was rolled back", extra={"card": card}
-    )
+def forget(uid: str, ports: HostPorts, releases: Iterable[FeatureRelease]) -> None:
+    """Unprepare of a claim no entry knows: its CDI spec and what each feature may have left."""
+    ports.cdi.delete_claim(uid)
+    for release_ in releases:
+        if release_.forget is not None:
+            release_.forget(uid, ports)

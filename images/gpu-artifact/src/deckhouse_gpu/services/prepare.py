@@ -31,14 +31,23 @@ from deckhouse_gpu.ports.sharing import SharingError
 from deckhouse_gpu.ports.vfio import VfioError
 from deckhouse_gpu.services.claim_status import claim_object, clear_devices, prepared_devices, publish_devices
 from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.host_release import clean_unowned, release
+from deckhouse_gpu.services.host_release import FeatureRelease, HostPorts, clean_unowned, forget, release
 from deckhouse_gpu.services.prepare_observer import PrepareObserver
-from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS, PrepareContext, PrepareError, run_steps
+from deckhouse_gpu.services.prepare_steps import (
+    FEATURES,
+    PREPARE_STEPS,
+    PrepareContext,
+    PrepareError,
+    run_steps,
+)
 from deckhouse_gpu.services.sharing_host import SharingHost
 from deckhouse_gpu.services.sharing_settle import settle_node, start_wanted
 from deckhouse_gpu.services.vfio_release import VfioSide
 
 log = logging.getLogger(__name__)
+
+# What each registered feature gives back (DESIGN.md D20), in the order of FEATURES.
+RELEASES: tuple[FeatureRelease, ...] = tuple(feature.release for feature in FEATURES)
 
 
 class OfferFollower(Protocol):
@@ -116,6 +125,7 @@ class PrepareService:
             metadata=self.metadata,
             vfio=self.vfio,
             held=dict(self.holds()) if self.holds is not None else {},
+            features=FEATURES,
         )
         started = self.clock.monotonic()
         checkpoint, result = self._run_one(claim, ctx)
@@ -179,24 +189,11 @@ class PrepareService:
         if entry is None:
             # Unknown: nothing was prepared here, or it is undone already, or the checkpoint
             # was lost; a spec left behind by the latter still goes.
-            self.cdi.delete_claim(claim.uid)
-            if self.metadata is not None:
-                self.metadata.delete_claim(claim.uid)
-            if self.vfio is not None:
-                self.vfio.payloads.delete_claim(claim.uid)
+            forget(claim.uid, self._ports(), RELEASES)
             clear_devices(self.api, claim.namespace, claim.name, claim.uid)
             return checkpoint, None
         try:
-            checkpoint = release(
-                entry,
-                checkpoint,
-                self.mig,
-                self.cdi,
-                self.store.save,
-                self.sharing,
-                metadata=self.metadata,
-                vfio=self.vfio,
-            )
+            checkpoint = release(entry, checkpoint, self._ports(), self.store.save, RELEASES)
         except (MigError, SharingError, VfioError, OSError) as error:
             return checkpoint, error
         publish_devices(self.api, entry, rfc3339(self.clock.now()), prepared=False)
@@ -211,16 +208,9 @@ class PrepareService:
             checkpoint = decoded.checkpoint
             for entry in decoded.dropped_after_reboot:
                 # Nothing of it survived the reboot on the GPU; its spec and MIG mode may have.
-                checkpoint = release(
-                    entry,
-                    checkpoint.with_entry(entry),
-                    self.mig,
-                    self.cdi,
-                    self.store.save,
-                    self.sharing,
-                    strict=False,
-                    metadata=self.metadata,
-                )
+                survived = [part for part in RELEASES if part.survives_reboot]
+                ports, save = self._ports(), self.store.save
+                checkpoint = release(entry, checkpoint.with_entry(entry), ports, save, survived, strict=False)
             if decoded.corrupt_reason or self.store.corrupted_before():
                 # Without a checkpoint nobody knows which instances running Pods still use: keep
                 # them (also on later restarts, until the corrupt copy is removed by a person).
@@ -234,7 +224,7 @@ class PrepareService:
             # Another owner's cards keep their MIG instances and settings (DESIGN.md D16).
             held = self.holds() if self.holds is not None else {}
             cards = [address for address in self._card_addresses() if address not in held]
-            clean_unowned(checkpoint, self.mig, self.cdi, self.metadata, cards, self.vfio)
+            clean_unowned(checkpoint, self._ports(), cards, RELEASES)
             if self.sharing is not None:
                 settle_node(checkpoint, self.sharing, cards)
             self.store.save(checkpoint)
@@ -244,6 +234,9 @@ class PrepareService:
         now = rfc3339(self.clock.now())
         for entry in checkpoint.entries_in("PrepareCompleted"):
             self._device_status(publish_devices(self.api, entry, now, prepared=True))
+
+    def _ports(self) -> HostPorts:
+        return HostPorts(self.mig, self.cdi, self.sharing, self.metadata, self.vfio)
 
     def _device_status(self, kept: bool | None) -> None:
         if self.observer is not None:

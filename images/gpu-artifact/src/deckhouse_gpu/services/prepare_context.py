@@ -26,7 +26,7 @@ from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.device_metadata import DeviceMetadataFiles
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
-from deckhouse_gpu.services.host_release import release
+from deckhouse_gpu.services.host_release import FeatureRelease, HostPorts, release
 from deckhouse_gpu.services.sharing_host import SharingHost
 from deckhouse_gpu.services.vfio_release import VfioSide
 
@@ -61,6 +61,9 @@ class PrepareContext:
     saved: Checkpoint | None = None
     # An undo failed: the entry as saved keeps what is still to release for the next call.
     rollback_incomplete: bool = False
+    # The registered features (services/prepare_steps.py FEATURES), whose release parts give an
+    # entry back; None: a context that never releases (a release then fails loudly, not half done).
+    features: tuple[PrepareFeature, ...] | None = None
 
     def __post_init__(self) -> None:
         self.saved = self.checkpoint
@@ -72,18 +75,15 @@ class PrepareContext:
 
         self.save = save
 
+    def ports(self) -> HostPorts:
+        return HostPorts(self.mig, self.cdi, self.sharing, self.metadata, self.vfio)
+
     def release_entry(self, entry: ClaimEntry) -> None:
         """Gives back everything ``entry`` records (host_release.release, strict) and drops it."""
-        self.checkpoint = release(
-            entry,
-            self.checkpoint,
-            self.mig,
-            self.cdi,
-            self.save,
-            self.sharing,
-            metadata=self.metadata,
-            vfio=self.vfio,
-        )
+        if self.features is None:
+            raise RuntimeError("a prepare context without its features cannot release a claim")
+        releases = (feature.release for feature in self.features)
+        self.checkpoint = release(entry, self.checkpoint, self.ports(), self.save, releases)
 
     def store(self, entry: ClaimEntry) -> None:
         self.entry = entry
@@ -114,7 +114,8 @@ class PrepareFeature:
     edits. ``devices`` make the claim's devices exist (a MIG instance, a card on vfio-pci);
     ``settings`` set them up for it (sharing); ``files`` are what the containers mount. Every
     host change is recorded in the claim's entry first (DESIGN.md D9), so a step's undo, and the
-    rollback after a crash, can give it back."""
+    rollback after a crash, can give it back: ``release`` is how (services/host_release.py loops
+    over every feature's)."""
 
     name: str
     checks: tuple[Step, ...] = ()  # before anything on the host changes
@@ -122,6 +123,7 @@ class PrepareFeature:
     settings: tuple[Step, ...] = ()
     files: tuple[Step, ...] = ()
     device_edits: Callable[[PrepareContext], DeviceEdits] = no_edits
+    release: FeatureRelease = field(default_factory=FeatureRelease)
 
 
 def run_steps(

@@ -13,7 +13,9 @@ them with the CDI spec (services/host_release.py, DESIGN.md D9).
 
 from __future__ import annotations
 
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint
 from deckhouse_gpu.domain.prepare.device_metadata import mount_edits, request_files
+from deckhouse_gpu.services.host_release import FeatureRelease, HostPorts, Releasing
 from deckhouse_gpu.services.prepare_context import DeviceEdits, PrepareContext, PrepareFeature
 
 
@@ -43,6 +45,25 @@ def metadata_edits(ctx: PrepareContext) -> DeviceEdits:
     return mount_edits(ctx.claim_object or {}, ctx.plans, lambda request: files.host_path(uid, request))
 
 
+def delete_files(state: Releasing) -> None:
+    forget_files(state.entry.uid, state.ports)
+
+
+def delete_unowned_files(checkpoint: Checkpoint, ports: HostPorts, cards: list[str]) -> None:
+    """At start: the files of claims no entry knows."""
+    if ports.metadata is not None:
+        for uid in ports.metadata.claims_with_files() - set(checkpoint.claims):
+            ports.metadata.delete_claim(uid)
+
+
+def forget_files(uid: str, ports: HostPorts) -> None:
+    if ports.metadata is not None:
+        ports.metadata.delete_claim(uid)
+
+
 METADATA_FEATURE = PrepareFeature(
-    "device-metadata", files=(WriteDeviceMetadata(),), device_edits=metadata_edits
+    "device-metadata",
+    files=(WriteDeviceMetadata(),),
+    device_edits=metadata_edits,
+    release=FeatureRelease(files=delete_files, unowned_files=delete_unowned_files, forget=forget_files),
 )

@@ -5,14 +5,15 @@
 
 Each change is saved in the claim's ``PrepareStarted`` entry as it happens (DESIGN.md D9): a mode
 switch before it is made, an instance as soon as it exists. Both steps undo by releasing what the
-entry records (services/host_release.py), as the rollback after a crash does.
+entry records (services/host_release.py, MIG's part in services/mig_release.py), as the rollback
+after a crash does.
 """
 
 from __future__ import annotations
 
 from deckhouse_gpu.domain.prepare.mig_instance import MigRecord
 from deckhouse_gpu.ports.mig import MigError, MigModePending
-from deckhouse_gpu.services.host_release import unowned_at
+from deckhouse_gpu.services.mig_release import MIG_RELEASE, unowned_at
 from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareError, PrepareFeature
 
 
@@ -101,4 +102,4 @@ class CreateMig:
 
 
 # A MIG instance's device node comes with the claim's CDI spec itself (adapters/claim_cdi_files.py).
-MIG_FEATURE = PrepareFeature("mig", devices=(SwitchMigMode(), CreateMig()))
+MIG_FEATURE = PrepareFeature("mig", devices=(SwitchMigMode(), CreateMig()), release=MIG_RELEASE)

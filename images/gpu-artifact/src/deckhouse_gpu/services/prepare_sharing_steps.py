@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config, unknown_requests
-from deckhouse_gpu.domain.config.mps_sharing import MPS_SHARING
+from deckhouse_gpu.domain.config.mps_sharing import MpsPlan
 from deckhouse_gpu.domain.config.opaque_types import VFIOConfig
 from deckhouse_gpu.domain.prepare.mps import MpsRefused, client_edits, pod_name, unit_of
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
@@ -27,6 +27,7 @@ from deckhouse_gpu.domain.prepare.sharing import (
     share_percent,
 )
 from deckhouse_gpu.ports.sharing import SharingError
+from deckhouse_gpu.services.host_release import FeatureRelease, Releasing
 from deckhouse_gpu.services.prepare_context import DeviceEdits, PrepareContext, PrepareError, PrepareFeature
 from deckhouse_gpu.services.sharing_settle import (
     card_settings_of,
@@ -75,13 +76,7 @@ def _with_sharing(plan: DevicePlan, result: Mapping[str, Any], config: Any, memo
     sharing = device_sharing(config, share_percent(result), memory, asked_memory_mib(result))
     if sharing is None:
         return plan
-    return replace(
-        plan,
-        sharing=sharing.strategy,
-        time_slice=None if sharing.time_slice is None else str(sharing.time_slice),
-        mps_threads=sharing.mps_thread_percentage,
-        mps_memory_mib=sharing.mps_memory_limit_mib,
-    )
+    return replace(plan, sharing=sharing)
 
 
 class CheckConfig:
@@ -147,7 +142,7 @@ class StartMps:
 
     def run(self, ctx: PrepareContext) -> None:
         host = ctx.sharing
-        units = {unit_of(plan) for plan in ctx.plans if plan.sharing == MPS_SHARING.name}
+        units = {unit_of(plan) for plan in ctx.plans if isinstance(plan.sharing, MpsPlan)}
         if host is None or not units:
             return
         try:
@@ -169,11 +164,29 @@ def mps_edits(ctx: PrepareContext) -> DeviceEdits:
     daemons = wanted(ctx.checkpoint, ctx.sharing)
     edits = {}
     for plan in ctx.plans:
-        if plan.sharing == MPS_SHARING.name:
+        if isinstance(plan.sharing, MpsPlan):
             daemon = daemons[pod_name(ctx.sharing.node, unit_of(plan))]
             edits[plan.device] = client_edits(plan, daemon)
     return edits
 
 
+def stop_daemons(state: Releasing) -> None:
+    """First in a release: an MPS server holds its MIG instance and its card's compute mode."""
+    if state.ports.sharing is not None:
+        stop_unwanted(state.checkpoint.without(state.entry.uid), state.ports.sharing)
+
+
+def settle_released_cards(state: Releasing) -> None:
+    """The claim's cards get the sharing settings the other claims need."""
+    if state.ports.sharing is not None:
+        others = state.checkpoint.without(state.entry.uid)
+        settle_cards(card_settings_of(state.entry.devices), others, state.ports.sharing, state.strict)
+
+
 # The claim's config is decoded by the pipeline itself (check-config, for every device).
-SHARING_FEATURE = PrepareFeature("sharing", settings=(SetCardSharing(), StartMps()), device_edits=mps_edits)
+SHARING_FEATURE = PrepareFeature(
+    "sharing",
+    settings=(SetCardSharing(), StartMps()),
+    device_edits=mps_edits,
+    release=FeatureRelease(holders=stop_daemons, settings=settle_released_cards),
+)

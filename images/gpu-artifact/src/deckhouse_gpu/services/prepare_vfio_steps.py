@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from deckhouse_gpu.domain.prepare import vfio as rules
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.domain.prepare.vfio import VFIO_DRIVER, CardGroup, PciFunction, VfioRecord
 from deckhouse_gpu.domain.prepare.vfio_payload import (
@@ -29,9 +30,10 @@ from deckhouse_gpu.domain.prepare.vfio_payload import (
 )
 from deckhouse_gpu.ports.kube import PODS, KubeError, NotFound
 from deckhouse_gpu.ports.vfio import VfioError
+from deckhouse_gpu.services.host_release import FeatureRelease, HostPorts, Releasing
 from deckhouse_gpu.services.prepare_context import DeviceEdits, PrepareContext, PrepareError, PrepareFeature
 from deckhouse_gpu.services.prepare_mig_steps import release_entry
-from deckhouse_gpu.services.vfio_release import VfioSide
+from deckhouse_gpu.services.vfio_release import VfioSide, clean_leftovers, give_back
 
 
 def _status(ctx: PrepareContext, card: str) -> dict[str, Any]:
@@ -198,6 +200,37 @@ def vfio_edits(ctx: PrepareContext) -> DeviceEdits:
     return edits
 
 
+def give_back_functions(state: Releasing) -> None:
+    """Before the rest of a release: the functions the claim moved, back on their drivers, so that
+    NVML sees their cards again for what follows."""
+    if state.ports.vfio is not None:
+        state.checkpoint = give_back(
+            state.entry, state.checkpoint, state.ports.vfio, state.save, state.strict
+        )
+        state.entry = state.checkpoint.get(state.entry.uid) or state.entry
+
+
+def give_back_leftovers(checkpoint: Checkpoint, ports: HostPorts, cards: list[str]) -> None:
+    """At start, first: a card on vfio-pci has no MIG mode NVML can read."""
+    if ports.vfio is not None:
+        clean_leftovers(checkpoint, ports.vfio)
+
+
+def forget_payload(uid: str, ports: HostPorts) -> None:
+    if ports.vfio is not None:
+        ports.vfio.payloads.delete_claim(uid)
+
+
 VFIO_FEATURE = PrepareFeature(
-    "vfio", checks=(CheckVfio(),), devices=(BindVfio(),), files=(WriteVfioPayload(),), device_edits=vfio_edits
+    "vfio",
+    checks=(CheckVfio(),),
+    devices=(BindVfio(),),
+    files=(WriteVfioPayload(),),
+    device_edits=vfio_edits,
+    release=FeatureRelease(
+        holders=give_back_functions,
+        unowned_holders=give_back_leftovers,
+        forget=forget_payload,
+        survives_reboot=False,  # the ledger's cleanup at start gives back what the ledger kept
+    ),
 )

@@ -16,11 +16,10 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
-from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint
+from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval, TimeSlicePlan
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon, mps_cards, wanted_daemons
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
-from deckhouse_gpu.domain.prepare.sharing import card_time_slices
 from deckhouse_gpu.ports.sharing import ComputeMode, SharingError
 from deckhouse_gpu.services.sharing_host import SharingHost
 
@@ -90,6 +89,19 @@ def card_settings_of(plans: Iterable[DevicePlan]) -> set[str]:
     """The cards whose settings a claim's devices change: whole cards with a sharing config (MIG
     MPS needs no card setting; a card without config keeps what the cleanup at start left)."""
     return {plan.card for plan in plans if plan.kind == "Physical" and plan.sharing is not None}
+
+
+def card_time_slices(entries: Iterable[ClaimEntry]) -> dict[str, TimeSliceInterval]:
+    """Card -> the interval its time-sliced shares asked for; cards not named go back to Default.
+
+    A card setting of one strategy, like the compute mode MPS needs (``mps_cards``): the card
+    settings are not a seam of the registry yet (DESIGN.md D20)."""
+    wanted: dict[str, TimeSliceInterval] = {}
+    for entry in entries:
+        for plan in entry.devices:
+            if plan.kind == "Physical" and isinstance(plan.sharing, TimeSlicePlan):
+                wanted[plan.card] = plan.sharing.interval
+    return wanted
 
 
 def settle_cards(cards: Iterable[str], checkpoint: Checkpoint, host: SharingHost, strict: bool) -> None:

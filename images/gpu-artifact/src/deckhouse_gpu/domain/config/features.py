@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from deckhouse_gpu.domain.config.mps_sharing import MPS_SHARING
 from deckhouse_gpu.domain.config.opaque_types import DeviceConfig, DeviceType, GPUConfig, MIGConfig
-from deckhouse_gpu.domain.config.sharing_strategy import SharingConfig, SharingStrategy
+from deckhouse_gpu.domain.config.sharing_strategy import SharingConfig, SharingPlan, SharingStrategy
 from deckhouse_gpu.domain.config.time_slicing import TIME_SLICING, TimeSlicing
 
 STRATEGIES: tuple[SharingStrategy, ...] = (TIME_SLICING, MPS_SHARING)
@@ -46,6 +46,11 @@ def strategies_for(device_type: str) -> tuple[SharingStrategy, ...]:
 def strategy_of(config: SharingConfig) -> SharingStrategy:
     """The strategy whose settings ``config`` is."""
     return next(strategy for strategy in STRATEGIES if isinstance(config, strategy.config))
+
+
+def planned_by(plan: SharingPlan) -> SharingStrategy:
+    """The strategy whose plan ``plan`` is."""
+    return next(strategy for strategy in STRATEGIES if strategy.name == plan.strategy)
 
 
 def sharing_of(config: DeviceConfig | None) -> SharingConfig | None:

@@ -3,23 +3,37 @@
 
 """The sharing strategy ``MPS``: the processes of every share run at once under the card's (or the
 MIG instance's) MPS control daemon, each held to its limits (docs/SHARING.md). Whole cards and
-MIG instances may use it; how prepare turns a share into limits is domain/prepare/sharing.py, the
-daemon domain/prepare/mps.py.
+MIG instances may use it; the daemon is domain/prepare/mps.py.
+
+MPS limits a client: when the config sets no limit, the claim's share is the limit (25 % of an
+A30: 25 % of the threads and 6144 MiB), so a share is enforced, not only accounted
+(docs/SHARING.md); a share that also consumed some of the card's ``memory`` capacity gets that as
+its memory limit instead. Prepare keeps the limits in the device's plan (checkpoint fields
+``mpsThreadPercentage`` and ``mpsMemoryLimitMiB``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
-from typing import Any
+from fractions import Fraction
+from typing import Any, ClassVar
 
 from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
 from deckhouse_gpu.domain.config.json_words import join, json_type
-from deckhouse_gpu.domain.config.sharing_strategy import FieldReader, SharingConfig
+from deckhouse_gpu.domain.config.sharing_strategy import (
+    FieldReader,
+    PlanReader,
+    SharingConfig,
+    SharingPlan,
+    SharingRefused,
+)
 
 NAME = "MPS"
 MIB = 1024 * 1024
 _FIELDS = ("defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit")
+_PLAN_FIELDS = ("mpsThreadPercentage", "mpsMemoryLimitMiB")  # of a checkpoint record
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,15 @@ class MPS(SharingConfig):
 
     default_active_thread_percentage: int | None = None
     default_pinned_device_memory_limit: Quantity | None = None
+
+
+@dataclass(frozen=True)
+class MpsPlan(SharingPlan):
+    """The limits prepare gives a device's clients; None: no limit."""
+
+    strategy: ClassVar[str] = NAME
+    thread_percentage: int | None = None
+    memory_limit_mib: int | None = None
 
 
 class MpsStrategy:
@@ -61,6 +84,58 @@ class MpsStrategy:
 
     def card_policy(self, config: SharingConfig) -> str:
         return NAME  # limits may differ between shares: each client carries its own
+
+    def share_cap(self, config: SharingConfig) -> tuple[str, int] | None:
+        assert isinstance(config, MPS)
+        threads = config.default_active_thread_percentage
+        return None if threads is None else (join(self.field, _FIELDS[0]), threads)
+
+    def plan(
+        self, config: SharingConfig, share: Fraction | None, memory_mib: int | None, asked_mib: int | None
+    ) -> MpsPlan:
+        assert isinstance(config, MPS)
+        threads = config.default_active_thread_percentage
+        limit = config.default_pinned_device_memory_limit
+        memory = None if limit is None else math.floor(limit.value / MIB)
+        partial = share is not None and share < 100
+        shown = f"{float(share or 0):g} %"
+        if partial and threads is not None and share is not None and threads > share:
+            raise SharingRefused(
+                f"mps.defaultActiveThreadPercentage {threads} is above the claim's share of the card "
+                f"({shown}): lower it, or ask for a larger sharePercent"
+            )
+        # The memory a share asked for is its budget; without one, its share of the card's memory.
+        budget, budget_text = asked_mib, f"the memory the claim asked for ({asked_mib}Mi)"
+        if budget is None and partial and share is not None and memory_mib is not None:
+            budget = math.floor(memory_mib * share / 100)
+            budget_text = f"the claim's share of the card ({shown} of {memory_mib}Mi = {budget}Mi)"
+        if memory is not None and budget is not None and memory > budget:
+            raise SharingRefused(
+                f"mps.defaultPinnedDeviceMemoryLimit {memory}Mi is above {budget_text}: "
+                "lower it, or ask for more"
+            )
+        if partial and threads is None and share is not None:
+            threads = math.ceil(share)
+        memory = budget if memory is None else memory
+        if memory is not None and memory_mib is not None and memory > memory_mib:
+            raise SharingRefused(
+                f"mps.defaultPinnedDeviceMemoryLimit {memory}Mi is above the device's memory ({memory_mib}Mi)"
+            )
+        return MpsPlan(threads, memory)
+
+    def plan_json(self, plan: SharingPlan) -> dict[str, Any]:
+        assert isinstance(plan, MpsPlan)
+        values = (plan.thread_percentage, plan.memory_limit_mib)
+        return {key: value for key, value in zip(_PLAN_FIELDS, values, strict=True) if value is not None}
+
+    def plan_read(self, reader: PlanReader) -> MpsPlan:
+        return MpsPlan(*(reader.value(key, int) for key in _PLAN_FIELDS))
+
+    def plan_card_policy(self, plan: SharingPlan) -> str:
+        return self.card_policy(MPS())
+
+    def describe(self, plan: SharingPlan) -> str:
+        return NAME
 
 
 def _pinned_memory(reader: FieldReader, value: Any, path: str) -> Quantity | None:

@@ -8,18 +8,45 @@ A strategy is named once, by its module (``TimeSlicing`` in ``time_slicing``, ``
 ``mps_sharing``); everything else asks the registry. Each strategy says under which name a
 config selects it (``sharing.strategy``), which object holds its settings (``sharing.<field>``),
 which device types may use it, how its settings are read strictly and written back, and what it
-asks of the whole card (two shares of one card must ask the same).
+asks of the whole card (two shares of one card must ask the same). On the node, it also says what
+prepare applies to a device under it (its ``SharingPlan``, limits resolved from the device's
+share) and how that plan is kept in the checkpoint: its own flat fields of the device's record,
+next to ``sharing: <name>``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from fractions import Fraction
+from typing import Any, ClassVar, Protocol
 
 
 @dataclass(frozen=True)
 class SharingConfig:
     """The settings of one strategy, as a config's ``sharing`` decodes: each strategy subclasses it."""
+
+
+@dataclass(frozen=True)
+class SharingPlan:
+    """What prepare applies to one device under a strategy (its limits resolved), as the
+    checkpoint keeps it: each strategy subclasses it and names itself in ``strategy``."""
+
+    strategy: ClassVar[str]
+
+
+class SharingRefused(ValueError):
+    """A device's sharing that cannot be honoured; the message says what to change."""
+
+
+class PlanReader(Protocol):
+    """What the checkpoint's decoder (domain/prepare/checkpoint.py) lends a strategy to read its
+    fields of one device's record: a field of the wrong type or value raises there, with its path."""
+
+    def value(self, key: str, kind: type) -> Any:
+        """The field ``key`` checked against ``kind``; None when the record has none."""
+        ...
+
+    def one_of(self, key: str, value: str, allowed: tuple[str, ...]) -> str: ...
 
 
 class FieldReader(Protocol):
@@ -55,4 +82,34 @@ class SharingStrategy(Protocol):
     def card_policy(self, config: SharingConfig) -> str:
         """What a share with these settings asks of its whole card: equal for shares that can sit
         on one card (the allocation audit and prepare's guard compare it)."""
+        ...
+
+    def share_cap(self, config: SharingConfig) -> tuple[str, int] | None:
+        """The setting that caps each client at a percentage of the card (its path under
+        ``sharing``) and its value; None when none is set. The webhook holds it to the claim's
+        share (services/config_admission_shares.py), as ``plan`` does at prepare."""
+        ...
+
+    def plan(
+        self, config: SharingConfig, share: Fraction | None, memory_mib: int | None, asked_mib: int | None
+    ) -> SharingPlan:
+        """What prepare applies to a device with these settings: ``share`` is the percentage of the
+        card the claim consumed (None: not a share), ``memory_mib`` the device's memory, ``asked_mib``
+        the memory a share consumed from the card's ``memory`` capacity; raises ``SharingRefused``."""
+        ...
+
+    def plan_json(self, plan: SharingPlan) -> dict[str, Any]:
+        """The plan's own fields of the device's checkpoint record (unset ones left out)."""
+        ...
+
+    def plan_read(self, reader: PlanReader) -> SharingPlan:
+        """The plan from its fields of a record (absent ones: as an older writer meant them)."""
+        ...
+
+    def plan_card_policy(self, plan: SharingPlan) -> str:
+        """``card_policy`` of what a prepared device asks of its card."""
+        ...
+
+    def describe(self, plan: SharingPlan) -> str:
+        """The plan in a message naming two shares that cannot sit on one card."""
         ...

@@ -4,18 +4,22 @@
 """The sharing strategy ``TimeSlicing``: the processes of every share take turns on the whole card
 (docs/SHARING.md). Its one setting, the interval, is a setting of the whole card, so only configs
 of whole cards may ask for it; a card without any sharing config time-slices at ``Default``.
+Prepare keeps the interval in the device's plan (checkpoint field ``timeSlice``): time-slicing
+cannot cap a process, so a share is accounting only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from fractions import Fraction
+from typing import Any, ClassVar
 
 from deckhouse_gpu.domain.config.json_words import join, one_of, shown
-from deckhouse_gpu.domain.config.sharing_strategy import FieldReader, SharingConfig
+from deckhouse_gpu.domain.config.sharing_strategy import FieldReader, PlanReader, SharingConfig, SharingPlan
 
 NAME = "TimeSlicing"
+_TIME_SLICE = "timeSlice"  # the plan's field of a checkpoint record
 
 
 class TimeSliceInterval(StrEnum):
@@ -34,6 +38,14 @@ class TimeSliceInterval(StrEnum):
 
 @dataclass(frozen=True)
 class TimeSlicing(SharingConfig):
+    interval: TimeSliceInterval = TimeSliceInterval.DEFAULT
+
+
+@dataclass(frozen=True)
+class TimeSlicePlan(SharingPlan):
+    """What prepare sets for a time-sliced device: its card's interval."""
+
+    strategy: ClassVar[str] = NAME
     interval: TimeSliceInterval = TimeSliceInterval.DEFAULT
 
 
@@ -65,6 +77,33 @@ class TimeSlicingStrategy:
     def card_policy(self, config: SharingConfig) -> str:
         assert isinstance(config, TimeSlicing)
         return f"{NAME} (interval {config.interval})"
+
+    def share_cap(self, config: SharingConfig) -> tuple[str, int] | None:
+        return None  # time-slicing caps no process
+
+    def plan(
+        self, config: SharingConfig, share: Fraction | None, memory_mib: int | None, asked_mib: int | None
+    ) -> TimeSlicePlan:
+        assert isinstance(config, TimeSlicing)
+        return TimeSlicePlan(config.interval)
+
+    def plan_json(self, plan: SharingPlan) -> dict[str, Any]:
+        assert isinstance(plan, TimeSlicePlan)
+        return {_TIME_SLICE: str(plan.interval)}
+
+    def plan_read(self, reader: PlanReader) -> TimeSlicePlan:
+        text = reader.value(_TIME_SLICE, str)
+        if text is None:
+            return TimeSlicePlan()
+        return TimeSlicePlan(TimeSliceInterval(reader.one_of(_TIME_SLICE, text, tuple(TimeSliceInterval))))
+
+    def plan_card_policy(self, plan: SharingPlan) -> str:
+        assert isinstance(plan, TimeSlicePlan)
+        return self.card_policy(TimeSlicing(plan.interval))
+
+    def describe(self, plan: SharingPlan) -> str:
+        assert isinstance(plan, TimeSlicePlan)
+        return f"{NAME} with interval {plan.interval}"
 
 
 TIME_SLICING = TimeSlicingStrategy()

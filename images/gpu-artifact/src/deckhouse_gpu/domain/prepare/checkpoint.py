@@ -23,7 +23,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from deckhouse_gpu.domain.config import features
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.attribution import ClaimAttribution, attribution_from_json, attribution_json
 from deckhouse_gpu.domain.prepare.checkpoint_fields import (
     CorruptCheckpoint,
@@ -197,12 +196,12 @@ _DEVICE_FIELDS: Fields = {
     "placement_start": ("placementStart", int, False),
     "placement_size": ("placementSize", int, False),
     "uuid": ("uuid", str, False),
-    "sharing": ("sharing", str, False),
-    "time_slice": ("timeSlice", str, False),
-    "mps_threads": ("mpsThreadPercentage", int, False),
-    "mps_memory_mib": ("mpsMemoryLimitMiB", int, False),
     "vfio": ("vfio", bool, False),
 }
+# A device's sharing: the strategy's name here, and the fields of its plan next to it, which the
+# strategy reads and writes itself (SharingStrategy.plan_json / plan_read): ``timeSlice``,
+# ``mpsThreadPercentage`` and ``mpsMemoryLimitMiB`` as version 1 has always written them.
+_SHARING = "sharing"
 _MIG_FIELDS: Fields = {
     "card": ("card", str, True),
     "gpu_instance_id": ("gpuInstanceID", int, True),
@@ -227,7 +226,7 @@ def _entry_json(entry: ClaimEntry) -> dict[str, Any]:
         "namespace": entry.namespace,
         "name": entry.name,
         "state": entry.state,
-        "devices": [flat_json(device, _DEVICE_FIELDS) for device in entry.devices],
+        "devices": [_device_json(device) for device in entry.devices],
         "mig": [flat_json(record, _MIG_FIELDS) for record in entry.mig],
         "migEnabledCards": list(entry.mig_enabled_cards),
         "migDisabledCards": list(entry.mig_disabled_cards),
@@ -267,11 +266,35 @@ def _entry(raw: Any, path: str) -> ClaimEntry:
     )
 
 
+def _device_json(device: DevicePlan) -> dict[str, Any]:
+    out = flat_json(device, _DEVICE_FIELDS)
+    if device.sharing is not None:
+        out[_SHARING] = device.sharing.strategy
+        out |= features.planned_by(device.sharing).plan_json(device.sharing)
+    return out
+
+
+class _PlanFields:
+    """One device record's fields as a strategy reads its plan from them (``PlanReader``)."""
+
+    def __init__(self, obj: dict[str, Any], path: str) -> None:
+        self.obj, self.path = obj, path
+
+    def value(self, key: str, kind: type) -> Any:
+        return get(self.obj, key, self.path, kind, required=False)
+
+    def one_of(self, key: str, value: str, allowed: tuple[str, ...]) -> str:
+        return one_of(value, f"{self.path}.{key}", allowed)
+
+
 def _device(raw: Any, path: str) -> DevicePlan:
     values = flat_values(raw, path, _DEVICE_FIELDS)
     one_of(values["kind"], f"{path}.kind", KINDS)
-    if values["sharing"] is not None:
-        one_of(values["sharing"], f"{path}.sharing", SHARING_STRATEGIES)
-    if values["time_slice"] is not None:
-        one_of(values["time_slice"], f"{path}.timeSlice", tuple(str(i) for i in TimeSliceInterval))
-    return DevicePlan(**values)
+    name = get(raw, _SHARING, path, str, required=False)
+    if name is not None:
+        one_of(name, f"{path}.{_SHARING}", SHARING_STRATEGIES)
+    # Every strategy checks its fields where present, as version 1 always has; the named one's
+    # make the plan.
+    fields = _PlanFields(raw, path)
+    plans = {strategy.name: strategy.plan_read(fields) for strategy in features.STRATEGIES}
+    return DevicePlan(**values, sharing=None if name is None else plans[name])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from deckhouse_gpu.domain.config.mps_sharing import MPS_SHARING
+from deckhouse_gpu.domain.config.mps_sharing import MpsPlan
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 
@@ -100,7 +100,7 @@ def wanted_daemons(entries: Iterable[ClaimEntry], node: str, plugin_dir: str) ->
     wanted: dict[str, MpsDaemon] = {}
     for entry in entries:
         for plan in entry.devices:
-            if plan.sharing != MPS_SHARING.name:
+            if not isinstance(plan.sharing, MpsPlan):
                 continue
             visible = _visible_device(plan, entry)
             if visible is None:
@@ -118,18 +118,19 @@ def mps_cards(entries: Iterable[ClaimEntry]) -> set[str]:
         plan.card
         for entry in entries
         for plan in entry.devices
-        if plan.sharing == MPS_SHARING.name and plan.kind == "Physical"
+        if isinstance(plan.sharing, MpsPlan) and plan.kind == "Physical"
     }
 
 
 def client_edits(plan: DevicePlan, daemon: MpsDaemon) -> dict[str, Any]:
     """The CDI container edits that make a container an MPS client of ``daemon``, with its limits."""
     env = [f"CUDA_MPS_PIPE_DIRECTORY={PIPE_IN_CONTAINER}"]
-    if plan.mps_threads is not None:
-        env.append(f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={plan.mps_threads}")
-    if plan.mps_memory_mib is not None:
+    limits = plan.sharing if isinstance(plan.sharing, MpsPlan) else MpsPlan()
+    if limits.thread_percentage is not None:
+        env.append(f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={limits.thread_percentage}")
+    if limits.memory_limit_mib is not None:
         # <device>=<limit>: the UUID, so the limit holds whatever order CUDA enumerates devices in.
-        env.append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={daemon.visible_device}={plan.mps_memory_mib}M")
+        env.append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT={daemon.visible_device}={limits.memory_limit_mib}M")
     options = ["rw", "rbind", "nosuid", "nodev"]
     return {
         "env": env,
@@ -145,7 +146,7 @@ def one_daemon_per_claim(plans: Iterable[DevicePlan]) -> str | None:
 
     A CUDA process talks to one MPS daemon, and CDI merges env by name, so two daemons' pipe
     directories in one container would silently hide one of them."""
-    units = sorted({unit_of(plan) for plan in plans if plan.sharing == MPS_SHARING.name})
+    units = sorted({unit_of(plan) for plan in plans if isinstance(plan.sharing, MpsPlan)})
     if len(units) > 1:
         return (
             f"the claim asks for MPS on {', '.join(units)}: a container reaches one MPS daemon only; "

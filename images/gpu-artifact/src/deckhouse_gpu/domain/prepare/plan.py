@@ -17,6 +17,7 @@ from typing import Any
 
 from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.config.opaque_types import DeviceType
+from deckhouse_gpu.domain.config.sharing_strategy import SharingPlan
 from deckhouse_gpu.domain.naming import mig_name, physical_name
 from deckhouse_gpu.domain.offers.model import DRIVER
 
@@ -38,12 +39,10 @@ class DevicePlan:
     placement_start: int | None = None
     placement_size: int | None = None
     uuid: str | None = None  # Physical: the card's UUID (an MPS daemon's CUDA_VISIBLE_DEVICES)
-    # Filled by prepare from the device's config (domain/prepare/sharing.py); the checkpoint keeps
-    # them, so what a card must be set to is known from the checkpoint alone.
-    sharing: str | None = None  # a strategy of the registry (domain/config/features.py)
-    time_slice: str | None = None
-    mps_threads: int | None = None
-    mps_memory_mib: int | None = None
+    # Filled by prepare from the device's config (domain/prepare/sharing.py): what its strategy (of
+    # the registry, domain/config/features.py) applies, limits resolved. The checkpoint keeps it,
+    # so what a card must be set to is known from the checkpoint alone; None: no sharing config.
+    sharing: SharingPlan | None = None
     # Filled by prepare (services/prepare_vfio_steps.py): the card goes to a virtual machine
     # through vfio-pci (DESIGN.md D7); None for a card used through the nvidia driver.
     vfio: bool | None = None

@@ -135,7 +135,7 @@ def annotation_refusal(plan: DevicePlan, pod: PodRef) -> str | None:
 def sharing_refusal(plan: DevicePlan) -> str | None:
     if plan.vfio and plan.sharing is not None:
         return (
-            f"device {plan.device} is asked for VFIO and for {plan.sharing} sharing at once: a card "
+            f"device {plan.device} is asked for VFIO and for {plan.sharing.strategy} sharing at once: a card "
             "passed to a virtual machine is not shared; remove the sharing config or the VFIO request"
         )
     return None
