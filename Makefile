@@ -81,5 +81,15 @@ bench: venv
 chaos: venv
 	$(PY) -m benchmarks.chaos
 
+# SIGTERM at random moments to each long-running component, TRIALS times each (testkit/signal_storm.py),
+# against an API server that churns, refuses, hangs or answers 503: every stop must be clean.
+TRIALS ?= 250
+.PHONY: sigterm-storm
+sigterm-storm: venv
+	for component in gpu-node-agent gpu-handler gpu-controller gpu-dra-controller; do \
+		PYTHONPATH=images/gpu-artifact/src:. $(PY) -m testkit.signal_storm --component $$component \
+			--trials $(TRIALS) --workdir $$(mktemp -d /tmp/storm-XXXXXX) | grep summary || exit 1; \
+	done
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(KUBELET_GEN) .tools

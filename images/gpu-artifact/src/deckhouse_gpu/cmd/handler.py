@@ -30,7 +30,12 @@ from deckhouse_gpu.adapters.metrics_server import serve_metrics
 from deckhouse_gpu.cmd import driver_validator, k8s_version
 from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
-from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
+from deckhouse_gpu.cmd.process import (
+    SHUTDOWN_SECONDS,
+    add_metrics_address,
+    listen_address,
+    stop_on_signals,
+)
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
@@ -273,12 +278,13 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
     start_watch(api, PHYSICAL_GPUS, node_selector(args.node_name), loop.on_change, stop)
     start_watch(api, NODES, None, loop.on_node_change, stop, field_selector=f"metadata.name={args.node_name}")
     watching = xids.start(stop)
-    loop.run(stop)
+    loop.serve(stop, SHUTDOWN_SECONDS)
     watching.join(xids.wait_seconds * 3)  # its waits are bounded: it sees the stop within one
     if plugin is not None:
         plugin.stop()
     for server in servers:
         server.shutdown()
+    log.info("stopped")
     return 0
 
 

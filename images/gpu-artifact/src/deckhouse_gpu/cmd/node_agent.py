@@ -27,7 +27,12 @@ from deckhouse_gpu.adapters.metrics_server import serve_metrics
 from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.adapters.udev_events import UdevUnavailable, watch_pci_events
-from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
+from deckhouse_gpu.cmd.process import (
+    SHUTDOWN_SECONDS,
+    add_metrics_address,
+    listen_address,
+    stop_on_signals,
+)
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostReader, HostUnreadable
@@ -150,7 +155,7 @@ def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
         stop,
     )
     log.info("started", extra={"node": args.node_name, "hostRoot": args.host_root})
-    loop.run(stop)
+    loop.serve(stop, SHUTDOWN_SECONDS)
     for server in servers:
         server.shutdown()
     log.info("stopped")
