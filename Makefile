@@ -81,6 +81,15 @@ bench: venv
 chaos: venv
 	$(PY) -m benchmarks.chaos
 
+# Faults of a real control plane under the four components (tests/real/chaos_real.py), FAULTS per
+# version, figures appended to CHAOS_REAL_REPORT (docs/RELIABILITY.md).
+FAULTS ?= 15
+CHAOS_REAL_REPORT ?= chaos-real.jsonl
+.PHONY: chaos-real
+chaos-real: venv $(KUBE_ASSETS_STAMP)
+	CHAOS_REAL_FAULTS=$(FAULTS) CHAOS_REAL_REPORT=$(CHAOS_REAL_REPORT) $(PY) -m pytest -q -s -m real_cluster \
+		tests/real/test_chaos_real.py
+
 # SIGTERM at random moments to each long-running component, TRIALS times each (testkit/signal_storm.py),
 # against an API server that churns, refuses, hangs or answers 503: every stop must be clean.
 TRIALS ?= 250

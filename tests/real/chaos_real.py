@@ -1,0 +1,434 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""Faults of a real control plane under the module's four components (``make chaos-real``).
+
+A cluster of its own (etcd, kube-apiserver, kube-controller-manager of one version; the shared
+clusters of the real tier are never restarted), the chart's CRDs and RBAC, a Node with two
+simulated A30s, and the four components as processes on their own ServiceAccount tokens, each
+through a TCP proxy of its own (testkit/tcp_proxy.py) that counts the connections it opens.
+
+Then, drawn from a seed, one fault after another:
+
+- ``apiserver-restart``: kube-apiserver SIGKILLed, down for 1-5 s, started again;
+- ``apiserver-upgrade``: the same, coming back as the next minor version's binary (once);
+- ``etcd-compaction``: etcd compacted at its head, then kube-apiserver restarted, so every
+  watch resumes from a compacted revision and is told 410 Gone;
+- ``handler-rolling``: gpu-handler stopped with SIGTERM (it must exit 0) and a new one started;
+- ``handler-kill``: gpu-handler SIGKILLed and a new one started.
+
+After each fault a probe change needs every watch working again: one of the node's PhysicalGPUs
+is deleted, and the fault's recovery time runs until the node is whole again (both cards back,
+DriverReady, the node's ResourceSlices equal to those before any fault), while a stream of
+whole-GPU claims comes and goes through gpu-dra-controller. Checked all along: every component
+alive, no device allocated to two live claims, the allocation audit's violations zero; at the
+end every component stops with exit 0 on SIGTERM. A failure names the seed and the faults so far.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from testkit.real_cluster import VERSIONS, ApiError, AssetsMissing, RealCluster, binaries, kubeconfig_text
+from testkit.tcp_proxy import TcpProxy
+from tests.e2e.sim_node import build_host
+from tests.real.component_world import (
+    CARDS,
+    CONTROLLER,
+    DRA_CONTROLLER,
+    HANDLER,
+    NAMESPACE,
+    NODE_AGENT,
+    PHYSICAL_GPUS,
+    RESOURCE_SLICES,
+    Component,
+    account_credential,
+    add_node,
+    card_name,
+    install_access,
+    node_credential,
+    start,
+)
+
+FAULT_KINDS = ("apiserver-restart", "apiserver-upgrade", "etcd-compaction", "handler-rolling", "handler-kill")
+RECOVERY_BOUND_SECONDS = 180.0  # a hang, not a timing: the measured times are the report
+PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
+CLAIMS_NAMESPACE = "chaos-claims"
+DEVICE_CLASS = "chaos-a30"
+VIOLATIONS = "d8_gpu_allocation_invariant_violations"
+
+
+class ChaosFailure(AssertionError):
+    pass
+
+
+@dataclass
+class Report:
+    version: str
+    seed: int
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    rss_kib: dict[str, tuple[int, int]] = field(default_factory=dict)  # component: (first, last)
+    stop_exit: dict[str, int] = field(default_factory=dict)
+    claims_allocated: int = 0
+
+    def figures(self) -> dict[str, Any]:
+        kinds: dict[str, Any] = {}
+        for kind in sorted({f["kind"] for f in self.faults}):
+            times = sorted(f["recoverySeconds"] for f in self.faults if f["kind"] == kind)
+            kinds[kind] = {
+                "count": len(times),
+                "recoveryP50": round(statistics.median(times), 2),
+                "recoveryP99": round(times[min(len(times) - 1, int(len(times) * 0.99))], 2),
+            }
+        down = [f for f in self.faults if "downSeconds" in f]
+        rates: dict[str, float] = {}
+        for component in (NODE_AGENT, HANDLER, CONTROLLER, DRA_CONTROLLER):
+            seconds = sum(f["downSeconds"] for f in down)
+            opened = sum(f["connectionsWhileDown"].get(component, 0) for f in down)
+            if seconds:
+                rates[component] = round(opened / seconds, 2)
+        return {
+            "version": self.version,
+            "seed": self.seed,
+            "faultsPerKind": kinds,
+            "connectionsPerSecondWhileApiServerDown": rates,
+            "apiServerDownSeconds": round(sum(f["downSeconds"] for f in down), 1),
+            "claimsAllocated": self.claims_allocated,
+            "rssKiB": self.rss_kib,
+            "stopExit": self.stop_exit,
+        }
+
+    def replay(self) -> str:
+        sequence = ", ".join(f["kind"] for f in self.faults)
+        return f"seed {self.seed} on {self.version}; faults so far: [{sequence}]"
+
+
+def next_version(version: str) -> str | None:
+    later = [v for v in VERSIONS if v > version]
+    if not later:
+        return None
+    try:
+        binaries(later[0])
+    except AssetsMissing:
+        return None
+    return later[0]
+
+
+class ChaosRun:
+    def __init__(self, version: str, seed: int, workdir: Path, watch_cache: bool = True) -> None:
+        self.version, self.seed, self.workdir = version, seed, workdir
+        self.draw = random.Random(seed)  # noqa: S311 - a replayable draw, not a secret
+        self.report = Report(version, seed)
+        flags = () if watch_cache else ("--watch-cache=false",)
+        self.cluster = RealCluster(version, workdir / "cluster", apiserver_flags=flags)
+        self.node = "chaos-n1"
+        self.components: dict[str, Component] = {}
+        self.proxies: dict[str, TcpProxy] = {}
+        self.kubeconfigs: dict[str, Path] = {}
+        self.handler_args: list[str] = []
+        self.reference: list[Any] = []
+        self.claims: list[str] = []
+        self.claim_number = 0
+        self.upgraded = False
+
+    # -- set-up ----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        cluster = self.cluster.start()
+        cluster.start_controller_manager("*,-nodelifecycle")
+        install_access(cluster)
+        add_node(cluster, self.node)
+        root = build_host(self.workdir / "h").root
+        logs = self.workdir / "logs"
+        tokens = {
+            NODE_AGENT: node_credential(cluster, NODE_AGENT, self.node).token,
+            HANDLER: node_credential(cluster, HANDLER, self.node).token,
+            CONTROLLER: account_credential(cluster, CONTROLLER, f"{CONTROLLER}-chaos").token,
+            DRA_CONTROLLER: account_credential(cluster, DRA_CONTROLLER, f"{DRA_CONTROLLER}-chaos").token,
+        }
+        for name, token in tokens.items():
+            proxy = self.proxies[name] = TcpProxy(cluster.port)
+            path = self.workdir / f"{name}.kubeconfig"
+            path.write_text(
+                kubeconfig_text(f"https://127.0.0.1:{proxy.port}", cluster.pki.ca, {"token": token})
+            )
+            self.kubeconfigs[name] = path
+        self._validator_ready()
+        kube = {name: ["--kubeconfig", str(path)] for name, path in self.kubeconfigs.items()}
+        agent = ["--node-name", self.node, "--host-root", str(root), *kube[NODE_AGENT]]
+        self.components[NODE_AGENT] = start(NODE_AGENT, "node_agent", agent, logs)
+        controller = [*kube[CONTROLLER], "--namespace", NAMESPACE]
+        env = {"POD_NAME": f"{CONTROLLER}-chaos"}
+        self.components[CONTROLLER] = start(
+            CONTROLLER, "controller", controller, logs, env, "--listen-address"
+        )
+        self.handler_args = ["run", "--node-name", self.node, *kube[HANDLER], "--nvml-sim", "a30,a30",
+                             "--host-root", str(root), "--cdi-root", "/etc/cdi",
+                             "--mps-image", "registry.example/gpu-handler:test"]  # fmt: skip
+        self.components[HANDLER] = start(HANDLER, "handler", self.handler_args, logs)
+        dra = ["run", *kube[DRA_CONTROLLER], "--namespace", NAMESPACE, "--no-webhook"]
+        env = {"POD_NAME": f"{DRA_CONTROLLER}-chaos"}
+        self.components[DRA_CONTROLLER] = start(
+            DRA_CONTROLLER, "dra_controller", dra, logs, env, "--listen-address"
+        )
+        for name, component in self.components.items():
+            if name != HANDLER:  # ready once a kubelet registered its plugin; none runs here
+                component.wait_ready(120)
+        self.reference = self._wait(self._whole_slices, "the node's ResourceSlices")
+        self.report.rss_kib = {name: (rss_kib(c), 0) for name, c in self.components.items()}
+        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLAIMS_NAMESPACE}})
+        selector = (
+            'device.driver == "gpu.deckhouse.io"'
+            ' && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
+        )
+        cluster.create(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": DEVICE_CLASS},
+                "spec": {"selectors": [{"cel": {"expression": selector}}]},
+            }
+        )
+
+    def _validator_ready(self) -> None:
+        name = f"nvidia-driver-validator-{self.node}"
+        self.cluster.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": NAMESPACE,
+                    "labels": {"app": "nvidia-driver-validator"},
+                },
+                "spec": {
+                    "nodeName": self.node,
+                    "serviceAccountName": "driver-validator",
+                    "automountServiceAccountToken": False,
+                    "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "validator", "image": "registry.example/gpu:test"}],
+                },
+            }
+        )
+        ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        merge = "application/merge-patch+json"
+        self.cluster.request("PATCH", f"{PODS}/{name}/status", {"status": ready}, content_type=merge)
+
+    # -- what the node should look like ------------------------------------------------------------
+
+    def _whole_slices(self) -> list[Any] | None:
+        """The node's slices (their specs, sorted) once the pool is complete and both cards are
+        DriverReady; None before."""
+        cards = self.cluster.request(
+            "GET", f"{PHYSICAL_GPUS}?labelSelector=gpu.deckhouse.io/node={self.node}"
+        )
+        names = {item["metadata"]["name"] for item in cards["items"]}
+        if names != {card_name(self.node, address) for address in CARDS}:
+            return None
+        for card in cards["items"]:
+            conditions = (card.get("status") or {}).get("conditions") or []
+            if not any(c["type"] == "DriverReady" and c["status"] == "True" for c in conditions):
+                return None
+        items = self.cluster.request("GET", f"{RESOURCE_SLICES}?fieldSelector=spec.nodeName={self.node}")[
+            "items"
+        ]
+        if not items or len(items) != items[0]["spec"]["pool"]["resourceSliceCount"]:
+            return None
+        generations = {item["spec"]["pool"]["generation"] for item in items}
+        if len(generations) != 1:
+            return None
+        return sorted(
+            json.dumps({k: v for k, v in item["spec"].items() if k != "pool"}, sort_keys=True)
+            for item in items
+        )
+
+    def _recovered(self) -> bool:
+        return self._whole_slices() == self.reference
+
+    def _wait(self, check: Callable[[], Any], what: str, timeout: float = RECOVERY_BOUND_SECONDS) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._check_alive()
+            with contextlib.suppress(ApiError, OSError):
+                if answer := check():
+                    return answer
+            time.sleep(0.2)
+        raise ChaosFailure(f"{what}: not within {timeout} s; {self.report.replay()}\n{self._tails()}")
+
+    # -- invariants ------------------------------------------------------------------------------
+
+    def _check_alive(self) -> None:
+        for name, component in self.components.items():
+            if not component.process.alive():
+                raise ChaosFailure(f"{name} exited; {self.report.replay()}\n{component.process.tail(40)}")
+
+    def check_allocations(self) -> None:
+        """No device of the node allocated to two live claims; the audit agrees."""
+        listed = self.cluster.request(
+            "GET", f"/apis/resource.k8s.io/v1/namespaces/{CLAIMS_NAMESPACE}/resourceclaims"
+        )
+        seen: dict[str, str] = {}
+        for claim in listed["items"]:
+            allocation = (claim.get("status") or {}).get("allocation") or {}
+            for result in (allocation.get("devices") or {}).get("results") or []:
+                device = f"{result['pool']}/{result['device']}"
+                if device in seen:
+                    raise ChaosFailure(
+                        f"{device} allocated to {seen[device]} and {claim['metadata']['name']}; "
+                        + self.report.replay()
+                    )
+                seen[device] = claim["metadata"]["name"]
+        text = self.components[DRA_CONTROLLER].get("/metrics", metrics=True)[1]
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == VIOLATIONS and sample.value:
+                    raise ChaosFailure(
+                        f"the audit found {sample.labels}: {sample.value}; {self.report.replay()}"
+                    )
+
+    # -- the claim stream --------------------------------------------------------------------------
+
+    def claim_step(self) -> None:
+        """One claim in (marked for the node, so gpu-dra-controller allocates it), the oldest out
+        once two are live: the node has two cards."""
+        path = f"/apis/resource.k8s.io/v1/namespaces/{CLAIMS_NAMESPACE}/resourceclaims"
+        if len(self.claims) >= 2:
+            old = self.claims.pop(0)
+            with contextlib.suppress(ApiError):
+                self.cluster.request("DELETE", f"{path}/{old}")
+            self._wait(lambda: not self._exists(f"{path}/{old}"), f"claim {old} deleted")
+        self.claim_number += 1
+        name = f"c{self.claim_number}"
+        self.cluster.create(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {
+                    "name": name,
+                    "namespace": CLAIMS_NAMESPACE,
+                    "annotations": {"gpu.deckhouse.io/allocate-on-node": self.node},
+                },
+                "spec": {
+                    "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DEVICE_CLASS}}]}
+                },
+            }
+        )
+        self.claims.append(name)
+        self._wait(
+            lambda: (self.cluster.request("GET", f"{path}/{name}").get("status") or {}).get("allocation"),
+            f"claim {name} allocated",
+        )
+        self.report.claims_allocated += 1
+        self.check_allocations()
+
+    def _exists(self, path: str) -> bool:
+        try:
+            self.cluster.request("GET", path)
+        except ApiError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    # -- faults ----------------------------------------------------------------------------------
+
+    def run(self, faults: int) -> Report:
+        kinds = [k for k in FAULT_KINDS if k != "apiserver-upgrade" or next_version(self.version)]
+        for _ in range(faults):
+            kind = self.draw.choice(kinds)
+            if kind == "apiserver-upgrade" and self.upgraded:
+                kind = "apiserver-restart"
+            record: dict[str, Any] = {"kind": kind}
+            self.report.faults.append(record)
+            self._inject(kind, record)
+            # The probe: a card deleted behind the components' back, which only working watches
+            # (and their writes) bring back.
+            address = self.draw.choice(CARDS)
+            with contextlib.suppress(ApiError):
+                self.cluster.request("DELETE", f"{PHYSICAL_GPUS}/{card_name(self.node, address)}")
+            self._wait(self._recovered, f"recovery after {kind}")
+            record["recoverySeconds"] = round(time.monotonic() - record.pop("_endedAt"), 2)
+            self.claim_step()
+        return self.report
+
+    def _inject(self, kind: str, record: dict[str, Any]) -> None:
+        if kind in ("apiserver-restart", "apiserver-upgrade", "etcd-compaction"):
+            if kind == "etcd-compaction":
+                record["compactedAt"] = self.cluster.compact_etcd()
+            down = round(self.draw.uniform(1.0, 5.0), 2)
+            version = next_version(self.version) if kind == "apiserver-upgrade" else None
+            before = time.monotonic()
+            self.cluster.restart_apiserver(version, down_seconds=down)
+            after = time.monotonic()
+            if version:
+                self.upgraded = True
+                record["to"] = version
+            # Down from the kill until readyz: the window the components' requests fail in.
+            record["downSeconds"] = round(after - before, 2)
+            record["connectionsWhileDown"] = {
+                name: proxy.connections_between(before, after) for name, proxy in self.proxies.items()
+            }
+            record["_endedAt"] = after
+        elif kind in ("handler-rolling", "handler-kill"):
+            old = self.components[HANDLER]
+            if kind == "handler-rolling":
+                code = old.stop()
+                if code != 0:
+                    raise ChaosFailure(
+                        f"gpu-handler exited {code} on SIGTERM; {self.report.replay()}\n"
+                        + old.process.tail(40)
+                    )
+            else:
+                old.process.kill()
+            self.components[HANDLER] = start(HANDLER, "handler", self.handler_args, self.workdir / "logs")
+            record["_endedAt"] = time.monotonic()
+        else:
+            raise ValueError(kind)
+
+    # -- the end ----------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        for name, component in self.components.items():
+            if component.process.alive():
+                first = self.report.rss_kib.get(name, (0, 0))[0]
+                self.report.rss_kib[name] = (first, rss_kib(component))
+        for name in (DRA_CONTROLLER, HANDLER, CONTROLLER, NODE_AGENT):
+            if name in self.components:
+                self.report.stop_exit[name] = self.components[name].stop()
+        for proxy in self.proxies.values():
+            proxy.close()
+        self.cluster.stop()
+
+    def _tails(self) -> str:
+        return "\n".join(f"--- {n}\n{c.process.tail(30)}" for n, c in self.components.items())
+
+
+def rss_kib(component: Component) -> int:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{component.process.popen.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def chaos(version: str, seed: int, faults: int, workdir: Path, watch_cache: bool = True) -> Report:
+    run = ChaosRun(version, seed, workdir, watch_cache)
+    try:
+        run.start()
+        run.run(faults)
+    finally:
+        with contextlib.suppress(Exception):
+            run.stop()
+        shutil.rmtree(workdir / "h", ignore_errors=True)
+    return run.report
