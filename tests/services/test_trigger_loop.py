@@ -96,7 +96,11 @@ def test_serve_leaves_a_pass_stuck_on_the_api_after_its_grace():
 
     loop = TriggerLoop(stuck, HealthState(), SystemClock(), LoopTiming())
     stop = threading.Event()
-    threading.Timer(0.0, lambda: (entered.wait(10), stop.set())).start()
+    def stop_once_inside() -> None:
+        entered.wait(10)
+        stop.set()
+
+    threading.Thread(target=stop_once_inside, daemon=True).start()
     assert loop.serve(stop, grace_seconds=0.2) is False
     release.set()
 
