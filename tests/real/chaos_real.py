@@ -15,7 +15,9 @@ Then, drawn from a seed, one fault after another:
 - ``etcd-compaction``: etcd compacted at its head, then kube-apiserver restarted, so every
   watch resumes from a compacted revision and is told 410 Gone;
 - ``handler-rolling``: gpu-handler stopped with SIGTERM (it must exit 0) and a new one started;
-- ``handler-kill``: gpu-handler SIGKILLed and a new one started.
+- ``handler-kill``: gpu-handler SIGKILLed and a new one started;
+- ``apf-squeeze``: a FlowSchema puts the module's ServiceAccounts into a PriorityLevelConfiguration
+  with no seats: every request of theirs is answered 429 for 4-10 s.
 
 After each fault a probe change needs every watch working again: one of the node's PhysicalGPUs
 is deleted, and the fault's recovery time runs until the node is whole again (both cards back,
@@ -61,7 +63,16 @@ from tests.real.component_world import (
     start,
 )
 
-FAULT_KINDS = ("apiserver-restart", "apiserver-upgrade", "etcd-compaction", "handler-rolling", "handler-kill")
+FAULT_KINDS = (
+    "apiserver-restart",
+    "apiserver-upgrade",
+    "etcd-compaction",
+    "handler-rolling",
+    "handler-kill",
+    "apf-squeeze",
+)
+FLOW_CONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
+SQUEEZE = "chaos-squeeze"
 RECOVERY_BOUND_SECONDS = 180.0  # a hang, not a timing: the measured times are the report
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 CLAIMS_NAMESPACE = "chaos-claims"
@@ -98,7 +109,12 @@ class Report:
             opened = sum(f["connectionsWhileDown"].get(component, 0) for f in down)
             if seconds:
                 rates[component] = round(opened / seconds, 2)
+        squeezes = [f for f in self.faults if "throttledSeconds" in f]
+        throttled = sum(f["throttledSeconds"] for f in squeezes)
         return {
+            "rejectedPerSecondWhileThrottled": round(sum(f["rejected"] for f in squeezes) / throttled, 2)
+            if throttled
+            else None,
             "version": self.version,
             "seed": self.seed,
             "faultsPerKind": kinds,
@@ -254,7 +270,10 @@ class ChaosRun:
         )
 
     def _recovered(self) -> bool:
-        return self._whole_slices() == self.reference
+        # A new gpu-handler counts once it serves its probes (its handlers and loop are up), as a
+        # DaemonSet's rolling update waits for the new pod before it goes on.
+        serving = self.components[HANDLER].get("/healthz")[0] == 200
+        return serving and self._whole_slices() == self.reference
 
     def _wait(self, check: Callable[[], Any], what: str, timeout: float = RECOVERY_BOUND_SECONDS) -> Any:
         deadline = time.monotonic() + timeout
@@ -393,8 +412,72 @@ class ChaosRun:
                 old.process.kill()
             self.components[HANDLER] = start(HANDLER, "handler", self.handler_args, self.workdir / "logs")
             record["_endedAt"] = time.monotonic()
+        elif kind == "apf-squeeze":
+            self._squeeze(record)
         else:
             raise ValueError(kind)
+
+    def _squeeze(self, record: dict[str, Any]) -> None:
+        """API Priority and Fairness puts the module's ServiceAccounts into a priority level with
+        no seats of its own and none to borrow: every request of theirs is answered 429 (with
+        Retry-After) for a few seconds; then the FlowSchema goes."""
+        level = {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": SQUEEZE},
+            "spec": {
+                "type": "Limited",
+                "limited": {
+                    "nominalConcurrencyShares": 0,
+                    "lendablePercent": 0,
+                    "borrowingLimitPercent": 0,
+                    "limitResponse": {"type": "Reject"},
+                },
+            },
+        }
+        everything = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "clusterScope": True, "namespaces": ["*"]}
+        schema = {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
+            "kind": "FlowSchema",
+            "metadata": {"name": SQUEEZE},
+            "spec": {
+                "priorityLevelConfiguration": {"name": SQUEEZE},
+                "matchingPrecedence": 10,  # before every suggested schema but exempt and probes
+                "rules": [
+                    {
+                        "subjects": [
+                            {"kind": "ServiceAccount", "serviceAccount": {"namespace": NAMESPACE, "name": "*"}}
+                        ],
+                        "resourceRules": [everything],
+                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                    }
+                ],
+            },
+        }
+        rejected_before = self._rejected()
+        self.cluster.apply(level)
+        self.cluster.apply(schema)
+        squeezed = time.monotonic()
+        time.sleep(self.draw.uniform(4.0, 10.0))
+        self.cluster.request("DELETE", f"{FLOW_CONTROL}/flowschemas/{SQUEEZE}")
+        lifted = time.monotonic()
+        record["throttledSeconds"] = round(lifted - squeezed, 2)
+        record["rejected"] = self._rejected() - rejected_before
+        if record["rejected"] == 0:
+            raise ChaosFailure(f"no request of the module was rejected; {self.report.replay()}")
+        record["_endedAt"] = lifted
+
+    def _rejected(self) -> int:
+        """Requests kube-apiserver rejected in the squeeze's priority level, from its metrics."""
+        text = self.cluster.request("GET", "/metrics", raw=True)
+        total = 0.0
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "apiserver_flowcontrol_rejected_requests_total" and sample.labels.get(
+                    "priority_level"
+                ) == SQUEEZE:
+                    total += sample.value
+        return int(total)
 
     # -- the end ----------------------------------------------------------------------------------
 
