@@ -435,7 +435,8 @@ class ChaosRun:
                 },
             },
         }
-        everything = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "clusterScope": True, "namespaces": ["*"]}
+        everything = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}
+        everything["clusterScope"] = True
         schema = {
             "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
             "kind": "FlowSchema",
@@ -446,7 +447,10 @@ class ChaosRun:
                 "rules": [
                     {
                         "subjects": [
-                            {"kind": "ServiceAccount", "serviceAccount": {"namespace": NAMESPACE, "name": "*"}}
+                            {
+                                "kind": "ServiceAccount",
+                                "serviceAccount": {"namespace": NAMESPACE, "name": "*"},
+                            }
                         ],
                         "resourceRules": [everything],
                         "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
@@ -473,9 +477,10 @@ class ChaosRun:
         total = 0.0
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
-                if sample.name == "apiserver_flowcontrol_rejected_requests_total" and sample.labels.get(
-                    "priority_level"
-                ) == SQUEEZE:
+                if (
+                    sample.name == "apiserver_flowcontrol_rejected_requests_total"
+                    and sample.labels.get("priority_level") == SQUEEZE
+                ):
                     total += sample.value
         return int(total)
 

@@ -96,6 +96,7 @@ def test_serve_leaves_a_pass_stuck_on_the_api_after_its_grace():
 
     loop = TriggerLoop(stuck, HealthState(), SystemClock(), LoopTiming())
     stop = threading.Event()
+
     def stop_once_inside() -> None:
         entered.wait(10)
         stop.set()
