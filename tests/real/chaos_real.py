@@ -435,7 +435,7 @@ class ChaosRun:
                 },
             },
         }
-        everything = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}
+        everything: dict[str, Any] = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}
         everything["clusterScope"] = True
         schema = {
             "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
