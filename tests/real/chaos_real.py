@@ -435,8 +435,8 @@ class ChaosRun:
                 },
             },
         }
-        everything: dict[str, Any] = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"], "namespaces": ["*"]}
-        everything["clusterScope"] = True
+        everything: dict[str, Any] = {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}
+        everything |= {"namespaces": ["*"], "clusterScope": True}
         schema = {
             "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
             "kind": "FlowSchema",
