@@ -16,14 +16,19 @@ Then, drawn from a seed, one fault after another:
   watch resumes from a compacted revision and is told 410 Gone;
 - ``handler-rolling``: gpu-handler stopped with SIGTERM (it must exit 0) and a new one started;
 - ``handler-kill``: gpu-handler SIGKILLed and a new one started;
+- ``handler-kill-mid-prepare``: gpu-handler SIGKILLed while the kubelet's prepare of a claim
+  runs; the kubelet's retry to the new process must finish it;
 - ``apf-squeeze``: a FlowSchema puts the module's ServiceAccounts into a PriorityLevelConfiguration
   with no seats: every request of theirs is answered 429 for 4-10 s.
 
 After each fault a probe change needs every watch working again: one of the node's PhysicalGPUs
 is deleted, and the fault's recovery time runs until the node is whole again (both cards back,
 DriverReady, the node's ResourceSlices equal to those before any fault), while a stream of
-whole-GPU claims comes and goes through gpu-dra-controller. Checked all along: every component
-alive, no device allocated to two live claims, the allocation audit's violations zero; at the
+whole-GPU claims comes and goes through gpu-dra-controller and gpu-handler's kubelet plugin
+(prepared and unprepared over its socket as the kubelet calls it: tests/support/fake_kubelet.py;
+no real kubelet, which could not run these Pods here). Checked all along: every component
+alive, no device allocated to two live claims, the allocation audit's violations zero, a CDI spec
+for every prepared claim and none for any other (none left after unprepare); at the
 end every component stops with exit 0 on SIGTERM. A failure names the seed and the faults so far.
 """
 
@@ -34,6 +39,7 @@ import json
 import random
 import shutil
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,9 +48,11 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from testkit.real_cluster import VERSIONS, ApiError, AssetsMissing, RealCluster, binaries, kubeconfig_text
 from testkit.tcp_proxy import TcpProxy
-from tests.e2e.sim_node import build_host
+from tests.e2e.sim_node import build_host, claim_specs
 from tests.real.component_world import (
     CARDS,
     CONTROLLER,
@@ -62,6 +70,7 @@ from tests.real.component_world import (
     node_credential,
     start,
 )
+from tests.support.fake_kubelet import FakeKubelet, PluginConnection, retry_until_ok
 
 FAULT_KINDS = (
     "apiserver-restart",
@@ -70,12 +79,14 @@ FAULT_KINDS = (
     "handler-rolling",
     "handler-kill",
     "apf-squeeze",
+    "handler-kill-mid-prepare",
 )
 FLOW_CONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
 SQUEEZE = "chaos-squeeze"
 RECOVERY_BOUND_SECONDS = 180.0  # a hang, not a timing: the measured times are the report
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 CLAIMS_NAMESPACE = "chaos-claims"
+CLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{CLAIMS_NAMESPACE}/resourceclaims"
 DEVICE_CLASS = "chaos-a30"
 VIOLATIONS = "d8_gpu_allocation_invariant_violations"
 
@@ -154,7 +165,10 @@ class ChaosRun:
         self.kubeconfigs: dict[str, Path] = {}
         self.handler_args: list[str] = []
         self.reference: list[Any] = []
-        self.claims: list[str] = []
+        self.claims: list[str] = []  # live, oldest first
+        self.prepared: dict[str, ClaimRef] = {}
+        self.half_prepared: ClaimRef | None = None
+        self.root = workdir / "h"
         self.claim_number = 0
         self.upgraded = False
 
@@ -165,7 +179,8 @@ class ChaosRun:
         cluster.start_controller_manager("*,-nodelifecycle")
         install_access(cluster)
         add_node(cluster, self.node)
-        root = build_host(self.workdir / "h").root
+        root = build_host(self.root).root
+        self.kubelet = FakeKubelet(str(root / "var/lib/kubelet/plugins_registry"))
         logs = self.workdir / "logs"
         tokens = {
             NODE_AGENT: node_credential(cluster, NODE_AGENT, self.node).token,
@@ -319,17 +334,36 @@ class ChaosRun:
     # -- the claim stream --------------------------------------------------------------------------
 
     def claim_step(self) -> None:
-        """One claim in (marked for the node, so gpu-dra-controller allocates it), the oldest out
-        once two are live: the node has two cards."""
-        path = f"/apis/resource.k8s.io/v1/namespaces/{CLAIMS_NAMESPACE}/resourceclaims"
-        if len(self.claims) >= 2:
-            old = self.claims.pop(0)
-            with contextlib.suppress(ApiError):
-                self.cluster.request("DELETE", f"{path}/{old}")
-            self._wait(lambda: not self._exists(f"{path}/{old}"), f"claim {old} deleted")
+        """One claim in (marked for the node, so gpu-dra-controller allocates it; prepared by
+        gpu-handler as the kubelet asks), the oldest out (unprepared, deleted) once two are live:
+        the node has two cards."""
+        if self.half_prepared is not None:
+            self._prepare(self.half_prepared)  # the kubelet retries what a killed handler left
+            self.half_prepared = None
+        else:
+            self._free_a_card()
+            self._prepare(self._new_claim())
+        self.check_allocations()
+        self.check_cdi()
+
+    def _free_a_card(self) -> None:
+        if len(self.claims) < 2:
+            return
+        old = self.claims.pop(0)
+        ref = self.prepared.pop(old)
+        answers = retry_until_ok(self._plugin().unprepare, [ref], attempts=40, delay=0.5)
+        if answers[ref.uid]:
+            raise ChaosFailure(f"unprepare of {old}: {answers[ref.uid]}; {self.report.replay()}")
+        if (self.root / "etc/cdi" / claim_spec_file(ref.uid)).exists():
+            raise ChaosFailure(f"{old}'s CDI spec left after unprepare; {self.report.replay()}")
+        with contextlib.suppress(ApiError):
+            self.cluster.request("DELETE", f"{CLAIMS}/{old}")
+        self._wait(lambda: not self._exists(f"{CLAIMS}/{old}"), f"claim {old} deleted")
+
+    def _new_claim(self) -> ClaimRef:
         self.claim_number += 1
         name = f"c{self.claim_number}"
-        self.cluster.create(
+        created = self.cluster.create(
             {
                 "apiVersion": "resource.k8s.io/v1",
                 "kind": "ResourceClaim",
@@ -345,11 +379,54 @@ class ChaosRun:
         )
         self.claims.append(name)
         self._wait(
-            lambda: (self.cluster.request("GET", f"{path}/{name}").get("status") or {}).get("allocation"),
+            lambda: (self.cluster.request("GET", f"{CLAIMS}/{name}").get("status") or {}).get("allocation"),
             f"claim {name} allocated",
         )
         self.report.claims_allocated += 1
-        self.check_allocations()
+        return ClaimRef(CLAIMS_NAMESPACE, created["metadata"]["uid"], name)
+
+    def _prepare(self, ref: ClaimRef) -> None:
+        answers = retry_until_ok(lambda claims: self._plugin().prepare(claims), [ref], attempts=40, delay=0.5)
+        if answers[ref.uid].error:
+            raise ChaosFailure(f"prepare of {ref.name}: {answers[ref.uid].error}; {self.report.replay()}")
+        self.prepared[ref.name] = ref
+
+    def _plugin(self) -> PluginConnection:
+        """The kubelet's connection to gpu-handler's plugin; a new process registers anew."""
+
+        def registered() -> bool:
+            self.kubelet.sync()
+            return bool(self.kubelet.plugins)
+
+        self._wait(registered, "gpu-handler's plugin registered")
+        return self.kubelet.active("gpu.deckhouse.io")
+
+    def check_cdi(self) -> None:
+        """Every prepared claim has its CDI spec on the node, and no other claim has one."""
+        expected = sorted(claim_spec_file(ref.uid) for ref in self.prepared.values())
+        found = claim_specs(self.root)
+        if found != expected:
+            raise ChaosFailure(f"CDI specs {found}, prepared claims {expected}; {self.report.replay()}")
+
+    def _kill_mid_prepare(self, record: dict[str, Any]) -> None:
+        """A claim's prepare under way when gpu-handler is SIGKILLed; a new one takes over and the
+        kubelet's retry (the next claim step) must finish it, with one CDI spec."""
+        self._free_a_card()
+        ref = self._new_claim()
+        plugin = self._plugin()
+
+        def prepare() -> None:
+            with contextlib.suppress(Exception):  # the killed process's answer: whatever it was
+                plugin.prepare([ref])
+
+        calling = threading.Thread(target=prepare)
+        calling.start()
+        time.sleep(self.draw.uniform(0.0, 0.3))
+        self.components[HANDLER].process.kill()
+        calling.join(30)
+        self.half_prepared = ref
+        self.components[HANDLER] = start(HANDLER, "handler", self.handler_args, self.workdir / "logs")
+        record["_endedAt"] = time.monotonic()
 
     def _exists(self, path: str) -> bool:
         try:
@@ -412,6 +489,8 @@ class ChaosRun:
                 old.process.kill()
             self.components[HANDLER] = start(HANDLER, "handler", self.handler_args, self.workdir / "logs")
             record["_endedAt"] = time.monotonic()
+        elif kind == "handler-kill-mid-prepare":
+            self._kill_mid_prepare(record)
         elif kind == "apf-squeeze":
             self._squeeze(record)
         else:
@@ -496,6 +575,8 @@ class ChaosRun:
                 self.report.stop_exit[name] = self.components[name].stop()
         for proxy in self.proxies.values():
             proxy.close()
+        if hasattr(self, "kubelet"):
+            self.kubelet.close()
         self.cluster.stop()
 
     def _tails(self) -> str:
