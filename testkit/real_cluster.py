@@ -623,6 +623,8 @@ RESOURCES: dict[str, tuple[str, bool]] = {
     "Service": ("services", True),
     "Pod": ("pods", True),
     "Node": ("nodes", False),
+    "FlowSchema": ("flowschemas", False),
+    "PriorityLevelConfiguration": ("prioritylevelconfigurations", False),
     "Event": ("events", True),
     "PersistentVolumeClaim": ("persistentvolumeclaims", True),
     "DaemonSet": ("daemonsets", True),
