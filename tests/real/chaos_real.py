@@ -450,9 +450,7 @@ class ChaosRun:
             self._inject(kind, record)
             # The probe: a card deleted behind the components' back, which only working watches
             # (and their writes) bring back.
-            address = self.draw.choice(CARDS)
-            with contextlib.suppress(ApiError):
-                self.cluster.request("DELETE", f"{PHYSICAL_GPUS}/{card_name(self.node, address)}")
+            self._delete_a_card()
             self._wait(self._recovered, f"recovery after {kind}")
             record["recoverySeconds"] = round(time.monotonic() - record.pop("_endedAt"), 2)
             self.claim_step()
@@ -495,6 +493,11 @@ class ChaosRun:
             self._squeeze(record)
         else:
             raise ValueError(kind)
+
+    def _delete_a_card(self) -> None:
+        address = self.draw.choice(CARDS)
+        with contextlib.suppress(ApiError):
+            self.cluster.request("DELETE", f"{PHYSICAL_GPUS}/{card_name(self.node, address)}")
 
     def _squeeze(self, record: dict[str, Any]) -> None:
         """API Priority and Fairness puts the module's ServiceAccounts into a priority level with
@@ -541,7 +544,10 @@ class ChaosRun:
         self.cluster.apply(level)
         self.cluster.apply(schema)
         squeezed = time.monotonic()
-        time.sleep(self.draw.uniform(4.0, 10.0))
+        # Idle components send nothing (they sit on their watches): a change makes them write.
+        time.sleep(1.0)  # the API server's flow-control configuration catches up with the objects
+        self._delete_a_card()
+        time.sleep(self.draw.uniform(3.0, 9.0))
         self.cluster.request("DELETE", f"{FLOW_CONTROL}/flowschemas/{SQUEEZE}")
         lifted = time.monotonic()
         record["throttledSeconds"] = round(lifted - squeezed, 2)
