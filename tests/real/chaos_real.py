@@ -23,7 +23,8 @@ Then, drawn from a seed, one fault after another:
 
 After each fault a probe change needs every watch working again: one of the node's PhysicalGPUs
 is deleted, and the fault's recovery time runs until the node is whole again (both cards back,
-DriverReady, the node's ResourceSlices equal to those before any fault), while a stream of
+DriverReady, the node's ResourceSlices equal to those published before the fault for the claims
+prepared then: the offers follow what is prepared), while a stream of
 whole-GPU claims comes and goes through gpu-dra-controller and gpu-handler's kubelet plugin
 (prepared and unprepared over its socket as the kubelet calls it: tests/support/fake_kubelet.py;
 no real kubelet, which could not run these Pods here). Checked all along: every component
@@ -216,7 +217,7 @@ class ChaosRun:
         for name, component in self.components.items():
             if name != HANDLER:  # ready once a kubelet registered its plugin; none runs here
                 component.wait_ready(120)
-        self.reference = self._wait(self._whole_slices, "the node's ResourceSlices")
+        self.reference = self._settled_slices()
         self.report.rss_kib = {name: (rss_kib(c), 0) for name, c in self.components.items()}
         cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLAIMS_NAMESPACE}})
         selector = (
@@ -287,8 +288,31 @@ class ChaosRun:
     def _recovered(self) -> bool:
         # A new gpu-handler counts once it serves its probes (its handlers and loop are up), as a
         # DaemonSet's rolling update waits for the new pod before it goes on.
-        serving = self.components[HANDLER].get("/healthz")[0] == 200
-        return serving and self._whole_slices() == self.reference
+        if self.components[HANDLER].get("/healthz")[0] != 200:
+            return False
+        slices = self._whole_slices()
+        if self.half_prepared is not None:
+            # Whether the killed process got to record the claim decides the offers: the claim
+            # step finishes the prepare and takes the slices anew.
+            return slices is not None
+        # The offers follow what is prepared (DESIGN.md D2 b): the slices gpu-handler published
+        # for the claims prepared now, before the fault.
+        return slices == self.reference
+
+    def _settled_slices(self) -> list[Any]:
+        """The node's slices once the same for two looks a second apart."""
+        looks: list[list[Any] | None] = [None]
+
+        def settled() -> bool:
+            now = self._whole_slices()
+            same = now is not None and now == looks[-1]
+            looks.append(now)
+            if not same:
+                time.sleep(1.0)
+            return same
+
+        self._wait(settled, "the node's ResourceSlices settled")
+        return looks[-1] or []
 
     def _wait(self, check: Callable[[], Any], what: str, timeout: float = RECOVERY_BOUND_SECONDS) -> Any:
         deadline = time.monotonic() + timeout
@@ -345,6 +369,7 @@ class ChaosRun:
             self._prepare(self._new_claim())
         self.check_allocations()
         self.check_cdi()
+        self.reference = self._settled_slices()
 
     def _free_a_card(self) -> None:
         if len(self.claims) < 2:
