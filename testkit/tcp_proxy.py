@@ -4,9 +4,8 @@
 """A TCP proxy on loopback in front of the API server, as a load balancer is in a cluster.
 
 It passes TLS through untouched (the client still checks the API server's certificate, which
-names 127.0.0.1), counts the connections each client opens (what a component sends while the API
-server is down: every failed request opens a new one) and can go silent: the connections open at
-that moment stay open and forward nothing more, as a load balancer that lost its backend does.
+names 127.0.0.1) and counts the connections its one client opens: what a component sends while the
+API server is down, when every failed request opens a new one.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ class TcpProxy:
         self.port = int(self._listener.getsockname()[1])
         self._lock = threading.Lock()
         self.accepted: list[float] = []  # monotonic time of each connection a client opened
-        self._open: list[tuple[socket.socket, socket.socket, threading.Event]] = []
+        self._open: list[tuple[socket.socket, socket.socket]] = []
         self._closed = False
         threading.Thread(target=self._accept, name=f"proxy-{self.port}", daemon=True).start()
 
@@ -32,23 +31,13 @@ class TcpProxy:
         with self._lock:
             return sum(start <= at < end for at in self.accepted)
 
-    def silence_open_connections(self) -> int:
-        """The connections open now forward nothing more (and are never closed by the proxy);
-        new ones work. The number silenced."""
-        with self._lock:
-            pairs = list(self._open)
-            self._open.clear()
-        for _, _, silent in pairs:
-            silent.set()
-        return len(pairs)
-
     def close(self) -> None:
         self._closed = True
         with contextlib.suppress(OSError):
             self._listener.close()
         with self._lock:
             pairs = list(self._open)
-        for client, server, _ in pairs:
+        for client, server in pairs:
             for end in (client, server):
                 with contextlib.suppress(OSError):
                     end.close()
@@ -67,22 +56,17 @@ class TcpProxy:
                 client.close()  # the API server is down: the client sees the connection drop
                 continue
             server.settimeout(None)
-            silent = threading.Event()
             with self._lock:
-                self._open.append((client, server, silent))
+                self._open.append((client, server))
             for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(source, sink, silent), daemon=True).start()
+                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, sink: socket.socket, silent: threading.Event) -> None:
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
-                if silent.is_set():
-                    continue  # swallowed: the peer waits for an answer that never comes
                 sink.sendall(data)
         except OSError:
             pass
-        if silent.is_set():
-            return  # a silent connection is never closed either
         for end in (source, sink):
             with contextlib.suppress(OSError):
                 end.shutdown(socket.SHUT_RDWR)
