@@ -31,6 +31,11 @@ class TcpProxy:
         with self._lock:
             return sum(start <= at < end for at in self.accepted)
 
+    def open_connections(self) -> int:
+        """Connections open now: a component's watches, each on its own, and its pooled requests."""
+        with self._lock:
+            return len(self._open)
+
     def close(self) -> None:
         self._closed = True
         with contextlib.suppress(OSError):

@@ -102,6 +102,7 @@ class Report:
     seed: int
     faults: list[dict[str, Any]] = field(default_factory=list)
     rss_kib: dict[str, tuple[int, int]] = field(default_factory=dict)  # component: (first, last)
+    connections: dict[str, tuple[int, int]] = field(default_factory=dict)  # open: (first, last)
     stop_exit: dict[str, int] = field(default_factory=dict)
     claims_allocated: int = 0
 
@@ -134,6 +135,7 @@ class Report:
             "apiServerDownSeconds": round(sum(f["downSeconds"] for f in down), 1),
             "claimsAllocated": self.claims_allocated,
             "rssKiB": self.rss_kib,
+            "openConnections": self.connections,
             "stopExit": self.stop_exit,
         }
 
@@ -219,6 +221,7 @@ class ChaosRun:
                 component.wait_ready(120)
         self.reference = self._settled_slices()
         self.report.rss_kib = {name: (rss_kib(c), 0) for name, c in self.components.items()}
+        self.report.connections = {name: (p.open_connections(), 0) for name, p in self.proxies.items()}
         cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLAIMS_NAMESPACE}})
         selector = (
             'device.driver == "gpu.deckhouse.io"'
@@ -601,6 +604,9 @@ class ChaosRun:
             if component.process.alive():
                 first = self.report.rss_kib.get(name, (0, 0))[0]
                 self.report.rss_kib[name] = (first, rss_kib(component))
+        for name, proxy in self.proxies.items():
+            first = self.report.connections.get(name, (0, 0))[0]
+            self.report.connections[name] = (first, proxy.open_connections())
         for name in (DRA_CONTROLLER, HANDLER, CONTROLLER, NODE_AGENT):
             if name in self.components:
                 self.report.stop_exit[name] = self.components[name].stop()
