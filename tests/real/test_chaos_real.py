@@ -51,3 +51,9 @@ def test_components_survive_a_seeded_run_of_control_plane_faults(version: str) -
     assert all("recoverySeconds" in fault for fault in report.faults)
     assert report.stop_exit == dict.fromkeys(report.stop_exit, 0), report.replay()
     assert len(report.stop_exit) == 4
+    # Flat, with room for a pooled connection or a cache that filled: a watch or memory leaked per
+    # fault would grow with the run (make chaos-real's longer runs make the margin small).
+    for name, (first, last) in report.connections.items():
+        assert last <= 2 * first + 2, f"{name}: {first} connections open at the start, {last} at the end"
+    for name, (first, last) in report.rss_kib.items():
+        assert last <= 1.5 * first, f"{name}: {first} KiB resident at the start, {last} KiB at the end"
