@@ -26,7 +26,7 @@ import pytest
 from testkit.signal_storm import COMPONENTS
 
 REPO = Path(__file__).resolve().parents[2]
-TRIALS = int(os.environ.get("SIGNAL_STORM_TRIALS", "8"))  # two per shape of the API server
+TRIALS = int(os.environ.get("SIGNAL_STORM_TRIALS", "4"))  # one per shape of the API server
 NO_HANG_SECONDS = 10.0
 
 
