@@ -96,8 +96,11 @@ TRIALS ?= 250
 .PHONY: sigterm-storm
 sigterm-storm: venv
 	for component in gpu-node-agent gpu-handler gpu-controller gpu-dra-controller; do \
+		work=$$(mktemp -d /tmp/storm-XXXXXX); \
 		PYTHONPATH=images/gpu-artifact/src:. $(PY) -m testkit.signal_storm --component $$component \
-			--trials $(TRIALS) --workdir $$(mktemp -d /tmp/storm-XXXXXX) | grep summary || exit 1; \
+			--trials $(TRIALS) --workdir $$work > $$work/trials.jsonl; status=$$?; \
+		grep summary $$work/trials.jsonl; grep '"clean": false' $$work/trials.jsonl; \
+		test $$status -eq 0 || exit 1; rm -rf $$work; \
 	done
 
 clean:
