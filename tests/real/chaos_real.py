@@ -54,23 +54,7 @@ from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from testkit.real_cluster import VERSIONS, ApiError, AssetsMissing, RealCluster, binaries, kubeconfig_text
 from testkit.tcp_proxy import TcpProxy
 from tests.e2e.sim_node import build_host, claim_specs
-from tests.real.component_world import (
-    CARDS,
-    CONTROLLER,
-    DRA_CONTROLLER,
-    HANDLER,
-    NAMESPACE,
-    NODE_AGENT,
-    PHYSICAL_GPUS,
-    RESOURCE_SLICES,
-    Component,
-    account_credential,
-    add_node,
-    card_name,
-    install_access,
-    node_credential,
-    start,
-)
+from tests.real import component_world as world
 from tests.support.fake_kubelet import FakeKubelet, PluginConnection, retry_until_ok
 
 FAULT_KINDS = (
@@ -85,7 +69,6 @@ FAULT_KINDS = (
 FLOW_CONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
 SQUEEZE = "chaos-squeeze"
 RECOVERY_BOUND_SECONDS = 180.0  # a hang, not a timing: the measured times are the report
-PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
 CLAIMS_NAMESPACE = "chaos-claims"
 CLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{CLAIMS_NAMESPACE}/resourceclaims"
 DEVICE_CLASS = "chaos-a30"
@@ -117,7 +100,7 @@ class Report:
             }
         down = [f for f in self.faults if "downSeconds" in f]
         rates: dict[str, float] = {}
-        for component in (NODE_AGENT, HANDLER, CONTROLLER, DRA_CONTROLLER):
+        for component in (world.NODE_AGENT, world.HANDLER, world.CONTROLLER, world.DRA_CONTROLLER):
             seconds = sum(f["downSeconds"] for f in down)
             opened = sum(f["connectionsWhileDown"].get(component, 0) for f in down)
             if seconds:
@@ -163,7 +146,7 @@ class ChaosRun:
         flags = () if watch_cache else ("--watch-cache=false",)
         self.cluster = RealCluster(version, workdir / "cluster", apiserver_flags=flags)
         self.node = "chaos-n1"
-        self.components: dict[str, Component] = {}
+        self.components: dict[str, world.Component] = {}
         self.proxies: dict[str, TcpProxy] = {}
         self.kubeconfigs: dict[str, Path] = {}
         self.handler_args: list[str] = []
@@ -180,16 +163,18 @@ class ChaosRun:
     def start(self) -> None:
         cluster = self.cluster.start()
         cluster.start_controller_manager("*,-nodelifecycle")
-        install_access(cluster)
-        add_node(cluster, self.node)
+        world.install_access(cluster)
+        world.add_node(cluster, self.node)
         root = build_host(self.root).root
         self.kubelet = FakeKubelet(str(root / "var/lib/kubelet/plugins_registry"))
         logs = self.workdir / "logs"
         tokens = {
-            NODE_AGENT: node_credential(cluster, NODE_AGENT, self.node).token,
-            HANDLER: node_credential(cluster, HANDLER, self.node).token,
-            CONTROLLER: account_credential(cluster, CONTROLLER, f"{CONTROLLER}-chaos").token,
-            DRA_CONTROLLER: account_credential(cluster, DRA_CONTROLLER, f"{DRA_CONTROLLER}-chaos").token,
+            world.NODE_AGENT: world.node_credential(cluster, world.NODE_AGENT, self.node).token,
+            world.HANDLER: world.node_credential(cluster, world.HANDLER, self.node).token,
+            **{
+                name: world.account_credential(cluster, name, f"{name}-chaos").token
+                for name in (world.CONTROLLER, world.DRA_CONTROLLER)
+            },
         }
         for name, token in tokens.items():
             proxy = self.proxies[name] = TcpProxy(cluster.port)
@@ -198,67 +183,36 @@ class ChaosRun:
                 kubeconfig_text(f"https://127.0.0.1:{proxy.port}", cluster.pki.ca, {"token": token})
             )
             self.kubeconfigs[name] = path
-        self._validator_ready()
+        world.ready_validator(cluster, self.node)
         kube = {name: ["--kubeconfig", str(path)] for name, path in self.kubeconfigs.items()}
-        agent = ["--node-name", self.node, "--host-root", str(root), *kube[NODE_AGENT]]
-        self.components[NODE_AGENT] = start(NODE_AGENT, "node_agent", agent, logs)
-        controller = [*kube[CONTROLLER], "--namespace", NAMESPACE]
-        env = {"POD_NAME": f"{CONTROLLER}-chaos"}
-        self.components[CONTROLLER] = start(
-            CONTROLLER, "controller", controller, logs, env, "--listen-address"
+        agent = ["--node-name", self.node, "--host-root", str(root), *kube[world.NODE_AGENT]]
+        self.components[world.NODE_AGENT] = world.start(world.NODE_AGENT, "node_agent", agent, logs)
+        controller = [*kube[world.CONTROLLER], "--namespace", world.NAMESPACE]
+        env = {"POD_NAME": f"{world.CONTROLLER}-chaos"}
+        self.components[world.CONTROLLER] = world.start(
+            world.CONTROLLER, "controller", controller, logs, env, "--listen-address"
         )
-        self.handler_args = ["run", "--node-name", self.node, *kube[HANDLER], "--nvml-sim", "a30,a30",
+        self.handler_args = ["run", "--node-name", self.node, *kube[world.HANDLER], "--nvml-sim", "a30,a30",
                              "--host-root", str(root), "--cdi-root", "/etc/cdi",
                              "--mps-image", "registry.example/gpu-handler:test"]  # fmt: skip
-        self.components[HANDLER] = start(HANDLER, "handler", self.handler_args, logs)
-        dra = ["run", *kube[DRA_CONTROLLER], "--namespace", NAMESPACE, "--no-webhook"]
-        env = {"POD_NAME": f"{DRA_CONTROLLER}-chaos"}
-        self.components[DRA_CONTROLLER] = start(
-            DRA_CONTROLLER, "dra_controller", dra, logs, env, "--listen-address"
+        self._start_handler()
+        dra = ["run", *kube[world.DRA_CONTROLLER], "--namespace", world.NAMESPACE, "--no-webhook"]
+        env = {"POD_NAME": f"{world.DRA_CONTROLLER}-chaos"}
+        self.components[world.DRA_CONTROLLER] = world.start(
+            world.DRA_CONTROLLER, "dra_controller", dra, logs, env, "--listen-address"
         )
         for name, component in self.components.items():
-            if name != HANDLER:  # ready once a kubelet registered its plugin; none runs here
+            if name != world.HANDLER:  # ready once a kubelet registered its plugin; none runs here
                 component.wait_ready(120)
         self.reference = self._settled_slices()
         self.report.rss_kib = {name: (rss_kib(c), 0) for name, c in self.components.items()}
         self.report.connections = {name: (p.open_connections(), 0) for name, p in self.proxies.items()}
         cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLAIMS_NAMESPACE}})
-        selector = (
-            'device.driver == "gpu.deckhouse.io"'
-            ' && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
-        )
-        cluster.create(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "DeviceClass",
-                "metadata": {"name": DEVICE_CLASS},
-                "spec": {"selectors": [{"cel": {"expression": selector}}]},
-            }
-        )
+        world.whole_gpu_class(cluster, DEVICE_CLASS)
 
-    def _validator_ready(self) -> None:
-        name = f"nvidia-driver-validator-{self.node}"
-        self.cluster.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": name,
-                    "namespace": NAMESPACE,
-                    "labels": {"app": "nvidia-driver-validator"},
-                },
-                "spec": {
-                    "nodeName": self.node,
-                    "serviceAccountName": "driver-validator",
-                    "automountServiceAccountToken": False,
-                    "tolerations": [{"operator": "Exists"}],
-                    "containers": [{"name": "validator", "image": "registry.example/gpu:test"}],
-                },
-            }
-        )
-        ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-        merge = "application/merge-patch+json"
-        self.cluster.request("PATCH", f"{PODS}/{name}/status", {"status": ready}, content_type=merge)
+    def _start_handler(self) -> None:
+        logs = self.workdir / "logs"
+        self.components[world.HANDLER] = world.start(world.HANDLER, "handler", self.handler_args, logs)
 
     # -- what the node should look like ------------------------------------------------------------
 
@@ -266,18 +220,17 @@ class ChaosRun:
         """The node's slices (their specs, sorted) once the pool is complete and both cards are
         DriverReady; None before."""
         cards = self.cluster.request(
-            "GET", f"{PHYSICAL_GPUS}?labelSelector=gpu.deckhouse.io/node={self.node}"
+            "GET", f"{world.PHYSICAL_GPUS}?labelSelector=gpu.deckhouse.io/node={self.node}"
         )
         names = {item["metadata"]["name"] for item in cards["items"]}
-        if names != {card_name(self.node, address) for address in CARDS}:
+        if names != {world.card_name(self.node, address) for address in world.CARDS}:
             return None
         for card in cards["items"]:
             conditions = (card.get("status") or {}).get("conditions") or []
             if not any(c["type"] == "DriverReady" and c["status"] == "True" for c in conditions):
                 return None
-        items = self.cluster.request("GET", f"{RESOURCE_SLICES}?fieldSelector=spec.nodeName={self.node}")[
-            "items"
-        ]
+        on_node = f"{world.RESOURCE_SLICES}?fieldSelector=spec.nodeName={self.node}"
+        items = self.cluster.request("GET", on_node)["items"]
         if not items or len(items) != items[0]["spec"]["pool"]["resourceSliceCount"]:
             return None
         generations = {item["spec"]["pool"]["generation"] for item in items}
@@ -291,7 +244,7 @@ class ChaosRun:
     def _recovered(self) -> bool:
         # A new gpu-handler counts once it serves its probes (its handlers and loop are up), as a
         # DaemonSet's rolling update waits for the new pod before it goes on.
-        if self.components[HANDLER].get("/healthz")[0] != 200:
+        if self.components[world.HANDLER].get("/healthz")[0] != 200:
             return False
         slices = self._whole_slices()
         if self.half_prepared is not None:
@@ -350,7 +303,7 @@ class ChaosRun:
                         + self.report.replay()
                     )
                 seen[device] = claim["metadata"]["name"]
-        text = self.components[DRA_CONTROLLER].get("/metrics", metrics=True)[1]
+        text = self.components[world.DRA_CONTROLLER].get("/metrics", metrics=True)[1]
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name == VIOLATIONS and sample.value:
@@ -450,10 +403,10 @@ class ChaosRun:
         calling = threading.Thread(target=prepare)
         calling.start()
         time.sleep(self.draw.uniform(0.0, 0.3))
-        self.components[HANDLER].process.kill()
+        self.components[world.HANDLER].process.kill()
         calling.join(30)
         self.half_prepared = ref
-        self.components[HANDLER] = start(HANDLER, "handler", self.handler_args, self.workdir / "logs")
+        self._start_handler()
         record["_endedAt"] = time.monotonic()
 
     def _exists(self, path: str) -> bool:
@@ -503,7 +456,7 @@ class ChaosRun:
             }
             record["_endedAt"] = after
         elif kind in ("handler-rolling", "handler-kill"):
-            old = self.components[HANDLER]
+            old = self.components[world.HANDLER]
             if kind == "handler-rolling":
                 code = old.stop()
                 if code != 0:
@@ -513,7 +466,7 @@ class ChaosRun:
                     )
             else:
                 old.process.kill()
-            self.components[HANDLER] = start(HANDLER, "handler", self.handler_args, self.workdir / "logs")
+            self._start_handler()
             record["_endedAt"] = time.monotonic()
         elif kind == "handler-kill-mid-prepare":
             self._kill_mid_prepare(record)
@@ -523,9 +476,9 @@ class ChaosRun:
             raise ValueError(kind)
 
     def _delete_a_card(self) -> None:
-        address = self.draw.choice(CARDS)
+        address = self.draw.choice(world.CARDS)
         with contextlib.suppress(ApiError):
-            self.cluster.request("DELETE", f"{PHYSICAL_GPUS}/{card_name(self.node, address)}")
+            self.cluster.request("DELETE", f"{world.PHYSICAL_GPUS}/{world.card_name(self.node, address)}")
 
     def _squeeze(self, record: dict[str, Any]) -> None:
         """API Priority and Fairness puts the module's ServiceAccounts into a priority level with
@@ -559,7 +512,7 @@ class ChaosRun:
                         "subjects": [
                             {
                                 "kind": "ServiceAccount",
-                                "serviceAccount": {"namespace": NAMESPACE, "name": "*"},
+                                "serviceAccount": {"namespace": world.NAMESPACE, "name": "*"},
                             }
                         ],
                         "resourceRules": [everything],
@@ -607,7 +560,7 @@ class ChaosRun:
         for name, proxy in self.proxies.items():
             first = self.report.connections.get(name, (0, 0))[0]
             self.report.connections[name] = (first, proxy.open_connections())
-        for name in (DRA_CONTROLLER, HANDLER, CONTROLLER, NODE_AGENT):
+        for name in (world.DRA_CONTROLLER, world.HANDLER, world.CONTROLLER, world.NODE_AGENT):
             if name in self.components:
                 self.report.stop_exit[name] = self.components[name].stop()
         for proxy in self.proxies.values():
@@ -620,7 +573,7 @@ class ChaosRun:
         return "\n".join(f"--- {n}\n{c.process.tail(30)}" for n, c in self.components.items())
 
 
-def rss_kib(component: Component) -> int:
+def rss_kib(component: world.Component) -> int:
     with contextlib.suppress(OSError):
         for line in Path(f"/proc/{component.process.popen.pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
