@@ -87,5 +87,27 @@ bench: venv
 chaos: venv
 	$(PY) -m benchmarks.chaos
 
+# Faults of a real control plane under the four components (tests/real/chaos_real.py), FAULTS per
+# version, figures appended to CHAOS_REAL_REPORT (docs/RELIABILITY.md).
+FAULTS ?= 15
+CHAOS_REAL_REPORT ?= chaos-real.jsonl
+.PHONY: chaos-real
+chaos-real: venv $(KUBE_ASSETS_STAMP)
+	CHAOS_REAL_FAULTS=$(FAULTS) CHAOS_REAL_REPORT=$(CHAOS_REAL_REPORT) $(PY) -m pytest -q -s -m real_cluster \
+		tests/real/test_chaos_real.py
+
+# SIGTERM at random moments to each long-running component, TRIALS times each (testkit/signal_storm.py),
+# against an API server that churns, refuses, hangs or answers 503: every stop must be clean.
+TRIALS ?= 250
+.PHONY: sigterm-storm
+sigterm-storm: venv
+	for component in gpu-node-agent gpu-handler gpu-controller gpu-dra-controller; do \
+		work=$$(mktemp -d /tmp/storm-XXXXXX); \
+		PYTHONPATH=images/gpu-artifact/src:. $(PY) -m testkit.signal_storm --component $$component \
+			--trials $(TRIALS) --workdir $$work > $$work/trials.jsonl; status=$$?; \
+		grep summary $$work/trials.jsonl; grep '"clean": false' $$work/trials.jsonl; \
+		test $$status -eq 0 || exit 1; rm -rf $$work; \
+	done
+
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache $(KUBELET_GEN) .tools

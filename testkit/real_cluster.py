@@ -216,6 +216,7 @@ class RealCluster:
     processes: dict[str, Process] = field(default_factory=dict)
     kubelets: dict[str, Kubelet] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    apiserver_flags: tuple[str, ...] = ()  # e.g. --watch-cache=false, for a cluster of one's own
 
     @property
     def server(self) -> str:
@@ -287,8 +288,31 @@ class RealCluster:
                 f"--feature-gates={gates_flag(self.version)}",
                 f"--runtime-config={_RUNTIME_CONFIG[self.version]}",
                 "--v=1",
+                *self.apiserver_flags,
             ],
         )
+
+    def restart_apiserver(self, version: str | None = None, down_seconds: float = 0.0) -> None:
+        """SIGKILL kube-apiserver (a crash, a node of the control plane lost), wait, start it again
+        on the same port and etcd; with ``version``, that version's binary (an upgrade)."""
+        self.processes["kube-apiserver"].kill()
+        time.sleep(down_seconds)
+        if version is not None and version != self.version:
+            self.version, self.bin = version, binaries(version)
+        self._apiserver()
+        self.wait_ready()
+
+    def compact_etcd(self) -> int:
+        """Compacts etcd at its current revision: every watch resuming from an older one is told
+        410 Gone (``resourceVersion too old``). The revision compacted at."""
+        etcdctl = [str(self.bin / "etcdctl"), f"--endpoints={self._etcd_url}"]
+        status = subprocess.run(
+            [*etcdctl, "endpoint", "status", "--write-out=json"],
+            capture_output=True, text=True, timeout=30, check=True,
+        )  # fmt: skip
+        revision = int(json.loads(status.stdout)[0]["Status"]["header"]["revision"])
+        subprocess.run([*etcdctl, "compact", str(revision)], capture_output=True, timeout=60, check=True)
+        return revision
 
     def wait_ready(self, timeout: float = 180) -> None:
         wait_until(
@@ -599,6 +623,8 @@ RESOURCES: dict[str, tuple[str, bool]] = {
     "Service": ("services", True),
     "Pod": ("pods", True),
     "Node": ("nodes", False),
+    "FlowSchema": ("flowschemas", False),
+    "PriorityLevelConfiguration": ("prioritylevelconfigurations", False),
     "Event": ("events", True),
     "PersistentVolumeClaim": ("persistentvolumeclaims", True),
     "DaemonSet": ("daemonsets", True),

@@ -258,6 +258,46 @@ def mps_pod(node: str, name: str, labels: Mapping[str, str] | None = None) -> di
     }
 
 
+def ready_validator(cluster: RealCluster, node: str) -> str:
+    """The node's driver validator Pod, Running and Ready (no kubelet runs it): what gpu-controller
+    reads to set DriverReady. Its name."""
+    name = f"nvidia-driver-validator-{node}"
+    cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "nvidia-driver-validator"}},
+            "spec": {
+                "nodeName": node,
+                "serviceAccountName": "driver-validator",
+                "automountServiceAccountToken": False,
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [{"name": "validator", "image": "registry.example/gpu:test"}],
+            },
+        }
+    )
+    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods/{name}/status"
+    cluster.request("PATCH", path, {"status": ready}, content_type="application/merge-patch+json")
+    return name
+
+
+def whole_gpu_class(cluster: RealCluster, name: str) -> None:
+    """A DeviceClass of the module's whole cards (deviceType Physical)."""
+    selector = (
+        'device.driver == "gpu.deckhouse.io"'
+        ' && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
+    )
+    cluster.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": selector}}]},
+        }
+    )
+
+
 def delete_quietly(cluster: RealCluster, path: str) -> None:
     with contextlib.suppress(ApiError):
         cluster.request("DELETE", path)

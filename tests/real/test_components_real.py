@@ -48,9 +48,11 @@ from tests.real.component_world import (
     mps_pod,
     node_credential,
     physical_gpu,
+    ready_validator,
     resource_slice,
     start,
     unique,
+    whole_gpu_class,
 )
 from tests.real.conftest import cluster_of
 from tests.support.fake_kubelet import FakeKubelet
@@ -270,31 +272,7 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
             assert card["status"]["pciInfo"]["device"]["name"] == "GA100GL [A30 PCIe]"
 
         # gpu-controller: DriverReady from the node's validator Pod.
-        cluster.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {
-                    "name": validator,
-                    "namespace": NAMESPACE,
-                    "labels": {"app": "nvidia-driver-validator"},
-                },
-                "spec": {
-                    "nodeName": node,
-                    "serviceAccountName": "driver-validator",
-                    "automountServiceAccountToken": False,
-                    "tolerations": [{"operator": "Exists"}],
-                    "containers": [{"name": "validator", "image": "registry.example/gpu:test"}],
-                },
-            }
-        )
-        ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-        cluster.request(
-            "PATCH",
-            f"{PODS}/{validator}/status",
-            {"status": ready},
-            content_type=MERGE,
-        )
+        assert ready_validator(cluster, node) == validator
         controller_token = account_credential(cluster, CONTROLLER, f"{CONTROLLER}-{node}")
         controller_args = [
             "--kubeconfig",
@@ -328,18 +306,7 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
 
         # gpu-handler: the node's ResourceSlices, from simulated NVML; it publishes what the
         # cluster's DeviceClasses may select (docs/DRA.md, "Offers follow the DeviceClasses").
-        selector = (
-            'device.driver == "gpu.deckhouse.io"'
-            ' && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
-        )
-        cluster.create(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "DeviceClass",
-                "metadata": {"name": device_class},
-                "spec": {"selectors": [{"cel": {"expression": selector}}]},
-            }
-        )
+        whole_gpu_class(cluster, device_class)
         handler_token = node_credential(cluster, HANDLER, node)
         handler_args = [
             "run",

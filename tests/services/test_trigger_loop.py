@@ -82,3 +82,40 @@ def test_wake_stops_a_waiting_loop_promptly():
     loop.wake()
     thread.join(timeout=1)
     assert not thread.is_alive()
+
+
+def test_serve_leaves_a_pass_stuck_on_the_api_after_its_grace():
+    # A pass blocked in a request to a silent API server (it would last the client's 30 s read
+    # timeout): the stop waits for it no longer than the grace, then says it left it.
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(_: list[Trigger]) -> PassOutcome:
+        entered.set()
+        release.wait(60)
+        return PassOutcome(True, 3600)
+
+    loop = TriggerLoop(stuck, HealthState(), SystemClock(), LoopTiming())
+    stop = threading.Event()
+
+    def stop_once_inside() -> None:
+        entered.wait(10)
+        stop.set()
+
+    threading.Thread(target=stop_once_inside, daemon=True).start()
+    assert loop.serve(stop, grace_seconds=0.2) is False
+    release.set()
+
+
+def test_serve_returns_at_once_when_stopped_before_any_pass():
+    finished = []
+
+    def quick(_: list[Trigger]) -> PassOutcome:
+        time.sleep(0.05)
+        finished.append(True)
+        return PassOutcome(True, 3600)
+
+    loop = TriggerLoop(quick, HealthState(), SystemClock(), LoopTiming())
+    stop = threading.Event()
+    stop.set()  # set before the first pass: run() does none, serve returns at once
+    assert loop.serve(stop, grace_seconds=5) is True
+    assert finished == []

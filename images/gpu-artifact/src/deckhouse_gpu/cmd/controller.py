@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 
@@ -26,8 +27,8 @@ import prometheus_client
 from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
 from deckhouse_gpu.adapters.metrics_server import serve_metrics, serve_probes
-from deckhouse_gpu.cmd.election import Election
-from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
+from deckhouse_gpu.cmd.election import Election, time_left
+from deckhouse_gpu.cmd.process import SHUTDOWN_SECONDS, add_metrics_address, listen_address, stop_on_signals
 from deckhouse_gpu.domain.apimachinery.label_selector import parse_selector
 from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock, SystemClock
@@ -63,10 +64,11 @@ class RunningController:
     def is_leader(self) -> bool:
         return self.election.is_leader()
 
-    def shutdown(self, timeout: float = 10.0) -> None:
+    def shutdown(self, timeout: float = SHUTDOWN_SECONDS) -> None:
         """After ``stop`` is set: lets the workers finish, then frees the lease for a follower."""
+        deadline = time.monotonic() + timeout
         self.controller.join_workers(timeout)
-        self.election.end(timeout)
+        self.election.end(time_left(deadline), timeout)
 
 
 def start_controller(

@@ -21,8 +21,8 @@ from deckhouse_gpu.adapters import json_logging
 from deckhouse_gpu.adapters.dra_metrics import DraMetrics
 from deckhouse_gpu.adapters.metrics_server import serve_metrics, serve_probes
 from deckhouse_gpu.cmd import k8s_version
-from deckhouse_gpu.cmd.election import Election
-from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
+from deckhouse_gpu.cmd.election import Election, time_left
+from deckhouse_gpu.cmd.process import SHUTDOWN_SECONDS, add_metrics_address, listen_address, stop_on_signals
 from deckhouse_gpu.domain.allocation.audit import Violation
 from deckhouse_gpu.domain.allocation.card_sharing import card_sharing
 from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
@@ -113,10 +113,12 @@ class RunningDraController:
                 return healthy, message
         return True, "ok"
 
-    def shutdown(self, timeout: float = 10.0) -> None:
+    def shutdown(self, timeout: float = SHUTDOWN_SECONDS) -> None:
+        """After ``stop`` is set: both loops' workers, then the lease (cmd/election.py)."""
+        deadline = time.monotonic() + timeout
         self.controller.join_workers(timeout)
-        self.gpu_classes.join_workers(timeout)
-        self.election.end(timeout)
+        self.gpu_classes.join_workers(time_left(deadline))
+        self.election.end(time_left(deadline), timeout)
 
 
 def start_dra_controller(

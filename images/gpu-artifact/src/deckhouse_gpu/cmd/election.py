@@ -6,12 +6,18 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
+from deckhouse_gpu.cmd.process import SHUTDOWN_SECONDS
 from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import KubeAPI
 from deckhouse_gpu.services.leader_election import AlwaysLeader, LeaderElector, Leadership
+
+
+def time_left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
 
 
 class Election:
@@ -45,9 +51,13 @@ class Election:
             )
             self._thread.start()
 
-    def end(self, timeout: float = 10.0) -> None:
-        """After ``stop`` is set: waits for the renew loop, then frees the lease for a follower."""
+    def end(self, timeout: float = SHUTDOWN_SECONDS, release_timeout: float = SHUTDOWN_SECONDS) -> None:
+        """After ``stop`` is set: waits for the renew loop, then frees the lease for a follower,
+        each for at most its timeout (the threads are daemons: the process exits without them)."""
         if self._thread is not None:
             self._thread.join(timeout)
         if self.elector is not None:
-            self.elector.release()
+            name = f"{self.lease}-release"
+            releasing = threading.Thread(target=self.elector.release, name=name, daemon=True)
+            releasing.start()
+            releasing.join(release_timeout)

@@ -31,7 +31,12 @@ from deckhouse_gpu.cmd import driver_validator, k8s_version
 from deckhouse_gpu.cmd import handler_wiring as wiring
 from deckhouse_gpu.cmd.node_hardware import REAL, NodeHardware
 from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments, build_prepare
-from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
+from deckhouse_gpu.cmd.process import (
+    SHUTDOWN_SECONDS,
+    add_metrics_address,
+    listen_address,
+    stop_on_signals,
+)
 from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError
 from deckhouse_gpu.ports.clock import SystemClock, rfc3339
@@ -318,12 +323,13 @@ def run(args: argparse.Namespace, api: KubeAPI) -> int:
         wiring.follow_device_classes(api, publisher, loop.on_class_change, stop)
     caches.start(stop)
     watching = xids.start(stop)
-    loop.run(stop)
+    loop.serve(stop, SHUTDOWN_SECONDS)
     watching.join(xids.wait_seconds * 3)  # its waits are bounded: it sees the stop within one
     if plugin is not None:
         plugin.stop()
     for server in servers:
         server.shutdown()
+    log.info("stopped")
     return 0
 
 

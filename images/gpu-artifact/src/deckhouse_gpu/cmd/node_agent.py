@@ -27,7 +27,12 @@ from deckhouse_gpu.adapters.metrics_server import serve_metrics
 from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
 from deckhouse_gpu.adapters.sysfs_host import SysfsHost
 from deckhouse_gpu.adapters.udev_events import UdevUnavailable, watch_pci_events
-from deckhouse_gpu.cmd.process import add_metrics_address, listen_address, stop_on_signals
+from deckhouse_gpu.cmd.process import (
+    SHUTDOWN_SECONDS,
+    add_metrics_address,
+    listen_address,
+    stop_on_signals,
+)
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.host import HostReader, HostUnreadable
@@ -154,7 +159,7 @@ def run(args: argparse.Namespace, api: KubeAPI, host: HostReader) -> int:
     cache.on_change = sync.cached.observing(loop.on_cached_card) if sync.cached else loop.on_cached_card
     threading.Thread(target=cache.run, args=(stop,), name="watch-physicalgpus", daemon=True).start()
     log.info("started", extra={"node": args.node_name, "hostRoot": args.host_root})
-    loop.run(stop)
+    loop.serve(stop, SHUTDOWN_SECONDS)
     for server in servers:
         server.shutdown()
     log.info("stopped")

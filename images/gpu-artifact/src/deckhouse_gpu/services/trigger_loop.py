@@ -73,12 +73,27 @@ class TriggerLoop:
         return not self._busy and self._triggers.empty()
 
     def notify(self, trigger: Trigger) -> None:
-        """Thread-safe: called by watches, monitors and signal handlers."""
+        """Thread-safe: called by watches and monitors. Never from a signal handler: it takes the
+        queue's lock, which the interrupted thread may hold (cmd/process.py)."""
         self._triggers.put(trigger)
 
     def wake(self) -> None:
         """Makes a loop waiting for triggers look at its stop event now (used on SIGTERM)."""
         self.notify(Trigger("stop"))
+
+    def serve(self, stop: threading.Event, grace_seconds: float) -> bool:
+        """``run`` in a thread of its own until ``stop``, then waits at most ``grace_seconds`` for
+        the pass in flight: a pass blocked on an API server that does not answer would hold the
+        process for the client's whole read timeout, past the kubelet's grace period. A pass is
+        level-triggered, so the next process redoes what this one left. False if it was left."""
+        worker = threading.Thread(target=self.run, args=(stop,), name="work-loop", daemon=True)
+        worker.start()
+        stop.wait()
+        worker.join(grace_seconds)
+        if worker.is_alive():
+            log.warning("stopping with a pass in flight", extra={"graceSeconds": grace_seconds})
+            return False
+        return True
 
     def run(self, stop: threading.Event) -> None:
         pending: list[Trigger] = []
