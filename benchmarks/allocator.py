@@ -29,18 +29,18 @@ import time
 from typing import Any
 
 from benchmarks.common import line
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
-from deckhouse_gpu.domain.allocation.checks import selectors_match
-from deckhouse_gpu.domain.allocation.claims import parse_claim, parse_classes
-from deckhouse_gpu.domain.allocation.model import Inventory, build_inventory
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search import Allocator
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import AllocatedState
 from deckhouse_gpu.domain.naming import physical_name
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.checks import selectors_match
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator
+from deckhouse_gpu.k8s_semantics.resources.claims import parse_claim, parse_classes
+from deckhouse_gpu.k8s_semantics.resources.model import Inventory, build_inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 from testkit.gpu_objects import node_cards
 
 NODES = 500

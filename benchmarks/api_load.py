@@ -111,10 +111,10 @@ def node_load() -> None:
             node.add_validator(NAMESPACE)  # gpu-controller keeps DriverReady True from it
         controllers = {
             "gpu-controller": _controller(cluster, directory, "gpu-controller", [
-                "deckhouse_gpu.cmd.controller", "--namespace", NAMESPACE,
+                "deckhouse_gpu.cmd.gpu_controller", "--namespace", NAMESPACE,
                 "--listen-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"]),
             "gpu-dra-controller": _controller(cluster, directory, "gpu-dra-controller", [
-                "deckhouse_gpu.cmd.dra_controller", "run", "--no-webhook", "--namespace", NAMESPACE,
+                "deckhouse_gpu.cmd.gpu_dra_controller.main", "run", "--no-webhook", "--namespace", NAMESPACE,
                 "--listen-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"]),
         }  # fmt: skip
         try:
@@ -271,7 +271,7 @@ def controller_memory() -> None:
             created = time.monotonic() - began
             port = free_port()
             proxy, process = _controller(cluster, directory, f"dra-{count}", [
-                "deckhouse_gpu.cmd.dra_controller", "run", "--no-webhook", "--no-leader-elect",
+                "deckhouse_gpu.cmd.gpu_dra_controller.main", "run", "--no-webhook", "--no-leader-elect",
                 "--listen-address", f"127.0.0.1:{port}", "--metrics-address", "127.0.0.1:0"])  # fmt: skip
             started = time.monotonic()
             try:

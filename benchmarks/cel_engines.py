@@ -56,11 +56,11 @@ from fractions import Fraction
 from typing import Any
 
 from benchmarks.common import line
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
-from deckhouse_gpu.domain.cel import SelectorEngine, device_view
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
+from deckhouse_gpu.k8s_semantics.cel import SelectorEngine, device_view
 from testkit.gpu_objects import node_cards
 
 DRIVER = "gpu.deckhouse.io"

@@ -3,7 +3,7 @@
 
 """gpu-dra-controller's cold start on 500 nodes x 8 H100: the ResourceSlice list's JSON decoded and
 parsed into the allocator's inventory (target < 1.5 s), with and without the collector pause of
-services/bulk_load.py. Each variant runs in a fresh process, as a controller starts."""
+services/runtime/bulk_load.py. Each variant runs in a fresh process, as a controller starts."""
 
 from __future__ import annotations
 
@@ -38,9 +38,9 @@ def body() -> bytes:
 
 def measure(paused: bool) -> str:
     """CPU seconds to decode and to parse, as JSON."""
-    from deckhouse_gpu.adapters.kube_json import decode  # noqa: PLC0415
-    from deckhouse_gpu.domain.allocation.model import InventoryBuilder  # noqa: PLC0415
-    from deckhouse_gpu.services.bulk_load import bulk_load  # noqa: PLC0415
+    from deckhouse_gpu.adapters.kube.kube_json import decode  # noqa: PLC0415
+    from deckhouse_gpu.k8s_semantics.resources.model import InventoryBuilder  # noqa: PLC0415
+    from deckhouse_gpu.services.runtime.bulk_load import bulk_load  # noqa: PLC0415
 
     data = body()
     began = time.process_time()

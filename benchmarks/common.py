@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 
 GPUS = 8
 OTHER_DEVICES = 200

@@ -21,17 +21,17 @@ from benchmarks.common import (
 )
 from benchmarks.in_cluster import launcher_argv, pod_api_server
 from benchmarks.kubelet_socket import KubeletStandIn
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.sim_nvml import from_model_list
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.domain.inventory.nvidia_status import nvidia_view
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, RESOURCE_SLICES, KubeAPI
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.inventory_sync import InventorySync
+from deckhouse_gpu.services.inventory.inventory_sync import InventorySync
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.sim_nvml import from_model_list
 from testkit.fake_apiserver import FakeApiServer
 from testkit.kubeconfig import write_kubeconfig
 

@@ -21,15 +21,15 @@ from typing import Any
 
 from benchmarks.allocator import NODES, TOKEN
 from benchmarks.common import line
-from deckhouse_gpu.adapters.kube_json import decode
-from deckhouse_gpu.domain.allocation.model import build_inventory
+from deckhouse_gpu.adapters.kube.kube_json import decode
 from deckhouse_gpu.domain.naming import physical_name
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
 from deckhouse_gpu.ports.kube import NODES as NODE_KIND
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, RESOURCE_SLICES, ObjectList, Resource
-from deckhouse_gpu.services import gpu_report
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
+from deckhouse_gpu.services.report import gpu_report
 from testkit.gpu_cluster import example_classes
 from testkit.gpu_objects import node_cards
 

@@ -15,13 +15,13 @@ from typing import Any
 import grpc
 
 from benchmarks.common import report, timed
+from deckhouse_gpu.adapters.kubelet.kubelet_grpc import start_plugin
 from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1_pb2 as health
 from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1_pb2_grpc as health_grpc
 from deckhouse_gpu.adapters.kubelet_gen import dra_v1_pb2 as dra
 from deckhouse_gpu.adapters.kubelet_gen import dra_v1_pb2_grpc as dra_grpc
 from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2 as registration
 from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2_grpc as registration_grpc
-from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PluginPaths, PreparedDevice, PrepareResult
 
 CALLS = 3000

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from benchmarks.common import GPUS, NODE, OTHER_DEVICES, line, measure_process, report, report_memory, timed
 from benchmarks.in_cluster import launcher_argv, pod_api_server
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, KubeAPI
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.inventory_sync import InventorySync, read_host
+from deckhouse_gpu.services.inventory.inventory_sync import InventorySync, read_host
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.fake_apiserver import FakeApiServer
 from testkit.kubeconfig import write_kubeconfig
 from testkit.waiting import free_port
@@ -95,7 +95,7 @@ def bench_process(host: HostBuilder, workdir: Path) -> None:
         argv = ["--node-name", NODE, "--host-root", str(host.root), "--kubeconfig",
                 write_kubeconfig(workdir, server.url), "--health-address", f"127.0.0.1:{port}",
                 "--metrics-address", "127.0.0.1:0"]  # fmt: skip
-        measured = measure_process(["-m", "deckhouse_gpu.cmd.node_agent", *argv], lambda: readyz(port))
+        measured = measure_process(["-m", "deckhouse_gpu.cmd.gpu_node_agent", *argv], lambda: readyz(port))
         report_process("with --kubeconfig (the same client, configured from a file)", measured)
 
 

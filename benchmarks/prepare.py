@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare.service import PrepareService
 from testkit.prepare_world import PrepareWorld, allocate, allocate_share, build_world
 from testkit.vfio_world import allocate_vfio, build_vfio_world
 

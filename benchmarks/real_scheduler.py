@@ -246,11 +246,11 @@ def proxy_ms(layout: str, nodes: int, claims: int = 40) -> float:
 
     from benchmarks.allocator import claim, cluster, place  # noqa: PLC0415 - heavy, only here
     from benchmarks.common import ROOT  # noqa: PLC0415
-    from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher  # noqa: PLC0415
-    from deckhouse_gpu.domain.allocation.claims import parse_claim, parse_classes  # noqa: PLC0415
-    from deckhouse_gpu.domain.allocation.search import Allocator  # noqa: PLC0415
-    from deckhouse_gpu.domain.allocation.semantics import Semantics  # noqa: PLC0415
-    from deckhouse_gpu.domain.allocation.state import AllocatedState  # noqa: PLC0415
+    from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher  # noqa: PLC0415
+    from deckhouse_gpu.k8s_semantics.allocator.search import Allocator  # noqa: PLC0415
+    from deckhouse_gpu.k8s_semantics.resources.claims import parse_claim, parse_classes  # noqa: PLC0415
+    from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics  # noqa: PLC0415
+    from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState  # noqa: PLC0415
 
     classes = parse_classes(
         [c for c in yaml.safe_load_all((ROOT / "docs/examples/deviceclasses.yaml").read_text()) if c]

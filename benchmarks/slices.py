@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.common import line, report, timed
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.gpu_objects import node_cards
 
 # (name, policy) of the layouts compared: the full counter layout of before, the reduced one

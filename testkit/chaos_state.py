@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 
 _VOLATILE = {
     "resourceVersion",

@@ -24,12 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.kube_client import ClientKube, load_kube
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.scenario import parse_scenario
-from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
-from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
+from deckhouse_gpu.adapters.kube.kube_client import ClientKube, load_kube
+from deckhouse_gpu.cmd.gpu_controller import ControllerOptions, start_controller
+from deckhouse_gpu.cmd.gpu_dra_controller.run import start_dra_controller
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, LEASES, RESOURCE_CLAIM_TEMPLATES
 from deckhouse_gpu.ports.kube import (
@@ -42,10 +39,13 @@ from deckhouse_gpu.ports.kube import (
     Object,
     Resource,
 )
-from deckhouse_gpu.services.dra_controller import DraControllerSettings
-from deckhouse_gpu.services.gpu_controller import ControllerSettings
+from deckhouse_gpu.services.allocation.dra_controller import DraControllerSettings
+from deckhouse_gpu.services.inventory.gpu_controller import ControllerSettings
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from deckhouse_gpu.simulator.node import SimulatedNode, build_node, set_validator, start_components
 from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE, claim_ref
+from deckhouse_gpu.simulator.scenario import parse_scenario
 from testkit.chaos import Chaos, component_of
 from testkit.chaos_state import difference, snapshot
 from testkit.fake_apiserver import FakeApiServer

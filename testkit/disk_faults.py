@@ -4,9 +4,9 @@
 """The disk failing under gpu-handler's files: full (ENOSPC) or remounted read-only (EROFS).
 
 Every change gpu-handler makes to its files is counted in one sequence: each whole-file write of
-adapters/atomic_file.py (the checkpoint, a CDI spec, a device metadata file, a VFIO payload or
+adapters/files/atomic_file.py (the checkpoint, a CDI spec, a device metadata file, a VFIO payload or
 ledger entry), each delete of those adapters and each acquisition of the node lock
-(adapters/node_lock.py). A fault armed at the n-th change stays, as a full or read-only disk does,
+(adapters/files/node_lock.py). A fault armed at the n-th change stays, as a full or read-only disk does,
 until ``clear()``:
 
 - ENOSPC: a write gets half of its data into the temporary file and then fails, as ``write(2)``
@@ -32,10 +32,10 @@ from typing import IO, Any
 
 import pytest
 
-from deckhouse_gpu.adapters import atomic_file, node_lock
-from deckhouse_gpu.adapters.cdi_writer import CdiWriter
-from deckhouse_gpu.adapters.device_metadata_files import FileDeviceMetadata
-from deckhouse_gpu.adapters.vfio_files import FileVfioLedger, FileVfioPayloads
+from deckhouse_gpu.adapters.files import atomic_file, node_lock
+from deckhouse_gpu.adapters.files.cdi_writer import CdiWriter
+from deckhouse_gpu.adapters.files.device_metadata_files import FileDeviceMetadata
+from deckhouse_gpu.adapters.files.vfio_files import FileVfioLedger, FileVfioPayloads
 
 ENOSPC, EROFS = errno.ENOSPC, errno.EROFS
 
@@ -137,7 +137,7 @@ class _FullFile:
 
 
 class _Os:
-    """``os`` as adapters/atomic_file.py sees it: a full disk breaks the temporary file's write."""
+    """``os`` as adapters/files/atomic_file.py sees it: a full disk breaks the temporary file's write."""
 
     def __init__(self, faults: DiskFaults) -> None:
         self.faults = faults
@@ -155,7 +155,7 @@ class _Os:
 
 
 class _LockOs:
-    """``os`` as adapters/node_lock.py sees it: opening for writing fails on a read-only disk, the
+    """``os`` as adapters/files/node_lock.py sees it: opening for writing fails on a read-only disk, the
     holder's line cannot be written on a full one."""
 
     def __init__(self, faults: DiskFaults) -> None:

@@ -24,7 +24,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import (
     EVENTS,
     NODES,
@@ -36,6 +35,7 @@ from deckhouse_gpu.ports.kube import (
     WatchEvent,
     WatchExpired,
 )
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.fake_apiserver_routes import (
     NOT_FOUND,
     HttpError,

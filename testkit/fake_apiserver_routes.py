@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from deckhouse_gpu.domain.apimachinery.label_selector import parse_selector
+from deckhouse_gpu.k8s_semantics.apimachinery.label_selector import parse_selector
 from deckhouse_gpu.ports.kube import (
     AlreadyExists,
     Conflict,

@@ -13,18 +13,18 @@ from typing import Any
 
 import yaml
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
-from deckhouse_gpu.domain.allocation.claims import parse_claim, parse_classes
-from deckhouse_gpu.domain.allocation.model import build_inventory
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search import Allocator
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import allocated_state
 from deckhouse_gpu.domain.offers.model import DRIVER
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator
+from deckhouse_gpu.k8s_semantics.resources.claims import parse_claim, parse_classes
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import allocated_state
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS, RESOURCE_CLAIM_TEMPLATES
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES, Object, Resource
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.gpu_objects import ready_card
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "docs/examples/deviceclasses.yaml"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
 from deckhouse_gpu.domain.inventory.nvidia_status import nvidia_view
 from deckhouse_gpu.domain.naming import model_slug, physical_gpu_name
+from deckhouse_gpu.simulator.host.gpu_catalog import GPU_MODELS
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 
 T0 = "2026-11-21T00:00:00Z"
 

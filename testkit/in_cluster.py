@@ -19,7 +19,7 @@ from pathlib import Path
 # The image installs requirements.txt alone; kubernetes_validate, a test dependency here, is not in
 # it, and kubernetes.dynamic imports it when it is there (about 8 MiB that no pod has).
 sys.modules["kubernetes_validate"] = None
-from deckhouse_gpu.adapters import kube_transport
+from deckhouse_gpu.adapters.kube import kube_transport
 kube_transport.ACCOUNT_DIR = Path(sys.argv[1])
 from deckhouse_gpu.cmd.{module} import main
 sys.exit(main(sys.argv[2:]))

@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.domain.naming import physical_gpu_name
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.counting_proxy import CountingProxy, Record
 from testkit.real_cluster import RealCluster
 
@@ -101,11 +101,11 @@ class SimulatedNode:
             self.proxies[component] = proxy
         common = ["--node-name", self.name, "--host-root", str(host.root)]
         common += ["--health-address", "127.0.0.1:0", "--metrics-address", "127.0.0.1:0"]
-        agent = ["deckhouse_gpu.cmd.node_agent", *common, "--resync-seconds", str(self.resync_seconds)]
+        agent = ["deckhouse_gpu.cmd.gpu_node_agent", *common, "--resync-seconds", str(self.resync_seconds)]
         self._run("gpu-node-agent", agent)
         self.cluster.wait_for(lambda: _ready(self.cluster, self.name), 120, f"the cards of {self.name}")
         handler = [
-            "deckhouse_gpu.cmd.handler",
+            "deckhouse_gpu.cmd.gpu_handler.main",
             "run",
             *common,
             "--nvml-sim",

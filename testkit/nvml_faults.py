@@ -7,8 +7,8 @@ Every call of the wrapped ports (MIG control, card settings, the processes NVML 
 side of VFIO and the NVML snapshot port) is counted in one sequence, so a fault-free run lists the
 call sites a prepare, an unprepare or a capabilities pass reaches, and a later run fails exactly
 the n-th of them. The failure is what the real adapter raises for that NVML return code
-(adapters/nvml_mig.py, card_settings_nvidia.py, nvml_vfio.py, nvml_real.py), worded with the same
-helpers (adapters/nvml_errors.py), so the messages checked are the ones a node would show:
+(adapters/nvml/nvml_mig.py, card_settings_nvidia.py, nvml_vfio.py, nvml_real.py), worded with the same
+helpers (adapters/nvml/nvml_errors.py), so the messages checked are the ones a node would show:
 
 - ``gpu-lost`` (NVML_ERROR_GPU_IS_LOST): the card fell off the bus; from that call on, every call
   on the card fails until ``clear()``, as on a node until its reboot;
@@ -27,11 +27,11 @@ from typing import TypeVar
 
 import pynvml
 
-from deckhouse_gpu.adapters.nvml_errors import describe
-from deckhouse_gpu.adapters.nvml_mig import code_name
+from deckhouse_gpu.adapters.nvml.nvml_errors import describe
+from deckhouse_gpu.adapters.nvml.nvml_mig import code_name
 from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.inventory.nvml_snapshot import DeviceSnapshot, DriverInfo
-from deckhouse_gpu.domain.prepare.cdi_spec import DeviceNode
+from deckhouse_gpu.domain.prepare.container.cdi_spec import DeviceNode
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.domain.prepare.vfio import PciFunction
 from deckhouse_gpu.ports.mig import MigControl, MigError
@@ -127,7 +127,7 @@ class NvmlFaults:
 
 def _mig_error(card: str) -> Callable[[str, FaultKind], Exception]:
     def build(site: str, kind: FaultKind) -> Exception:
-        # adapters/nvml_mig.py: "<address>: <function> failed: <NVML text> [<code name>]; hint".
+        # adapters/nvml/nvml_mig.py: "<address>: <function> failed: <NVML text> [<code name>]; hint".
         name = code_name(pynvml, CODES[kind])
         return MigError(f"{card}: {FUNCTIONS[site]} failed: {nvml_text(kind)} [{name}]")
 
@@ -137,7 +137,7 @@ def _mig_error(card: str) -> Callable[[str, FaultKind], Exception]:
 def _sharing_error(card: str) -> Callable[[str, FaultKind], Exception]:
     def build(site: str, kind: FaultKind) -> Exception:
         if site == "settings.set_time_slice":
-            # adapters/card_settings_nvidia.py runs nvidia-smi, which exits 15 or runs out of time.
+            # adapters/nvml/card_settings_nvidia.py runs nvidia-smi, which exits 15 or runs out of time.
             if kind is FaultKind.TIMEOUT:
                 return SharingError(f"card {card}: nvidia-smi compute-policy did not finish in 30 s")
             return SharingError(
@@ -153,14 +153,14 @@ def _vfio_error(card: str) -> Callable[[str, FaultKind], Exception]:
     def build(site: str, kind: FaultKind) -> Exception:
         if site == "gpus.processes":
             return VfioError(f"{card}: {FUNCTIONS[site]} failed: {nvml_text(kind)}")
-        # The sysfs side (adapters/sysfs_vfio.py): a lost device answers EIO or disappears.
+        # The sysfs side (adapters/host/sysfs_vfio.py): a lost device answers EIO or disappears.
         return VfioError(f"{card}: {site.removeprefix('vfio.')}: [Errno 5] Input/output error ({kind})")
 
     return build
 
 
 class FaultyMig:
-    """MigControl whose every call may fail as adapters/nvml_mig.py fails."""
+    """MigControl whose every call may fail as adapters/nvml/nvml_mig.py fails."""
 
     def __init__(self, inner: MigControl, faults: NvmlFaults) -> None:
         self.inner, self.faults = inner, faults
@@ -194,7 +194,7 @@ class FaultyMig:
 
 
 class FaultySettings:
-    """CardSettings failing as adapters/card_settings_nvidia.py fails (time_slice reads no NVML)."""
+    """CardSettings failing as adapters/nvml/card_settings_nvidia.py fails (time_slice reads no NVML)."""
 
     def __init__(self, inner: CardSettings, faults: NvmlFaults) -> None:
         self.inner, self.faults = inner, faults
@@ -219,7 +219,7 @@ class FaultySettings:
 
 
 class FaultyGpuProcesses:
-    """GpuProcesses as adapters/nvml_vfio.py: ``processes`` raises, ``visible`` answers False."""
+    """GpuProcesses as adapters/nvml/nvml_vfio.py: ``processes`` raises, ``visible`` answers False."""
 
     def __init__(self, inner: GpuProcesses, faults: NvmlFaults) -> None:
         self.inner, self.faults = inner, faults
@@ -275,7 +275,7 @@ class FaultyVfioHost:
 
 
 class FaultyNVML:
-    """The NVML port of the capabilities pass, failing as adapters/nvml_real.py fails: the driver
+    """The NVML port of the capabilities pass, failing as adapters/nvml/nvml_real.py fails: the driver
     query library-wide (NVMLUnavailable), a card's snapshot for that card (NVMLQueryFailed)."""
 
     def __init__(self, inner: NVML, faults: NvmlFaults) -> None:

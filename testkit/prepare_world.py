@@ -9,24 +9,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery
-from deckhouse_gpu.adapters.cdi_writer import CdiWriter
-from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
-from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
-from deckhouse_gpu.adapters.node_lock import NodeLock
-from deckhouse_gpu.adapters.sim import driver_tree
-from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
-from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig
-from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
-from deckhouse_gpu.adapters.sim.sim_mps_kubelet import SimulatedKubeletMps
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
+from deckhouse_gpu.adapters.files.cdi_discovery import CdiDiscovery
+from deckhouse_gpu.adapters.files.cdi_writer import CdiWriter
+from deckhouse_gpu.adapters.files.checkpoint_file import FileCheckpointStore
+from deckhouse_gpu.adapters.files.claim_cdi_files import FileClaimCDI
+from deckhouse_gpu.adapters.files.node_lock import NodeLock
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS
-from deckhouse_gpu.services.prepare import PrepareService
-from deckhouse_gpu.services.sharing_host import SharingHost
+from deckhouse_gpu.services.prepare.service import PrepareService
+from deckhouse_gpu.services.prepare.sharing_host import SharingHost
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host import driver_tree
+from deckhouse_gpu.simulator.host.sim_card_settings import SimCardSettings
+from deckhouse_gpu.simulator.host.sim_host_mig import HostTreeMig
+from deckhouse_gpu.simulator.host.sim_mig import SimulatedMig
+from deckhouse_gpu.simulator.host.sim_mps_kubelet import SimulatedKubeletMps
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from testkit.gpu_objects import ready_card
 
 NODE = "w1"

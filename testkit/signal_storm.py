@@ -82,10 +82,10 @@ def _dra_controller_argv(kubeconfig: str, _root: Path) -> list[str]:
 
 
 TARGETS = {
-    "gpu-node-agent": Target("deckhouse_gpu.cmd.node_agent", _agent_argv),
-    "gpu-handler": Target("deckhouse_gpu.cmd.handler", _handler_argv),
-    "gpu-controller": Target("deckhouse_gpu.cmd.controller", _controller_argv),
-    "gpu-dra-controller": Target("deckhouse_gpu.cmd.dra_controller", _dra_controller_argv),
+    "gpu-node-agent": Target("deckhouse_gpu.cmd.gpu_node_agent", _agent_argv),
+    "gpu-handler": Target("deckhouse_gpu.cmd.gpu_handler.main", _handler_argv),
+    "gpu-controller": Target("deckhouse_gpu.cmd.gpu_controller", _controller_argv),
+    "gpu-dra-controller": Target("deckhouse_gpu.cmd.gpu_dra_controller.main", _dra_controller_argv),
 }
 
 
@@ -261,7 +261,7 @@ def _last_message(log: Path) -> str | None:
 
 
 def _simulated_host(root: Path) -> None:
-    from deckhouse_gpu.adapters.sim.host_builder import HostBuilder  # noqa: PLC0415
+    from deckhouse_gpu.simulator.host.host_builder import HostBuilder  # noqa: PLC0415
 
     host = HostBuilder(root).standard_node().install_nvidia_driver("6d7f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b")
     for address in CARDS:
@@ -318,8 +318,8 @@ def loop_rounds(rounds: int) -> None:
     line, so every signal lands while the loop works its queue."""
     from deckhouse_gpu.cmd.process import stop_on_signals  # noqa: PLC0415
     from deckhouse_gpu.ports.clock import SystemClock  # noqa: PLC0415
-    from deckhouse_gpu.services.health import HealthState  # noqa: PLC0415
-    from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop  # noqa: PLC0415
+    from deckhouse_gpu.services.runtime.health import HealthState  # noqa: PLC0415
+    from deckhouse_gpu.services.runtime.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop  # noqa: PLC0415
 
     timing = LoopTiming(debounce_seconds=0.0005)
     loop = TriggerLoop(lambda _: PassOutcome(ok=True, next_delay=0.001), HealthState(), SystemClock(), timing)

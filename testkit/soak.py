@@ -28,7 +28,7 @@ from typing import Any
 
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import PODS, RESOURCE_CLAIMS
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare.service import PrepareService
 from testkit.prepare_world import (
     MPS_NAMESPACE,
     PLUGIN_DIR,

@@ -3,7 +3,7 @@
 
 """A node ready for VFIO prepare calls (docs/VFIO.md): the prepare world of testkit/prepare_world.py
 plus the host's PCI tree, in which each card sits in an IOMMU group of its own with its audio
-function, vfio-pci is loaded, and the simulated kernel moves drivers (adapters/sim/sim_vfio.py).
+function, vfio-pci is loaded, and the simulated kernel moves drivers (simulator/host/sim_vfio.py).
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.sim.gpu_catalog import OTHER_DEVICES
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.sim_vfio import SimGpuProcesses, SimulatedVfio
-from deckhouse_gpu.adapters.vfio_files import FileVfioLedger, FileVfioPayloads
+from deckhouse_gpu.adapters.files.vfio_files import FileVfioLedger, FileVfioPayloads
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, PODS, RESOURCE_CLAIMS, KubeAPI
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.prepare import PrepareService
-from deckhouse_gpu.services.vfio_release import VfioSide
+from deckhouse_gpu.services.prepare.service import PrepareService
+from deckhouse_gpu.services.prepare.vfio_release import VfioSide
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.host.gpu_catalog import OTHER_DEVICES
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.sim_vfio import SimGpuProcesses, SimulatedVfio
 from testkit.prepare_world import NODE, PLUGIN_DIR, PrepareWorld, build_world
 
 AUDIO = next(model for model in OTHER_DEVICES if model.key == "gpu-audio")

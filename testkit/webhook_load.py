@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """A steady load on gpu-dra-controller's admission webhook: its HTTPS server and review
-(adapters/admission_server.py, services/config_admission.py) in a process of their own, as in the
-pod, and clients sending AdmissionReviews at a fixed rate over kept-alive TLS connections, as the
-API server does.
+(adapters/process/admission_server.py, services/allocation/config_admission.py) in a process of
+their own, as in the pod, and clients sending AdmissionReviews at a fixed rate over kept-alive TLS
+connections, as the API server does.
 
 The rate is open-loop: request i is due at ``i / rate`` seconds, whether or not the earlier ones
 have been answered, and its latency counts from that moment, so a server that falls behind shows
@@ -117,8 +117,8 @@ def webhook(directory: Path) -> Iterator[tuple[int, ssl.SSLContext]]:
     """The webhook serving on loopback in a process of its own: its port and a client TLS context."""
     certificate = write_certificate(directory)
     code = (
-        "import sys, threading; from deckhouse_gpu.adapters.admission_server import serve_admission; "
-        "from deckhouse_gpu.services.config_admission import review; "
+        "import sys, threading; from deckhouse_gpu.adapters.process.admission_server import serve_admission; "
+        "from deckhouse_gpu.services.allocation.config_admission import review; "
         f"s = serve_admission(('127.0.0.1', 0), {str(certificate)!r}, {str(directory / 'tls.key')!r}, "
         "review); "
         "print(s.server_address[1], flush=True); sys.stdin.read(); s.shutdown()"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 
 
 class FixedClock:

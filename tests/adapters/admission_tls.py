@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from deckhouse_gpu.adapters.admission_server import AdmissionServer, serve_admission
+from deckhouse_gpu.adapters.process.admission_server import AdmissionServer, serve_admission
 
 NOW = datetime.datetime.now(datetime.UTC)
 PEM = serialization.Encoding.PEM

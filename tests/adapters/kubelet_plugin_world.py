@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.kubelet_grpc import RunningPlugin, start_plugin
+from deckhouse_gpu.adapters.kubelet.kubelet_grpc import RunningPlugin, start_plugin
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PluginPaths, PreparedDevice, PrepareResult
 from tests.support.fake_kubelet import FakeKubelet
 

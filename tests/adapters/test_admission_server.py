@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.admission_server import serve_admission
+from deckhouse_gpu.adapters.process.admission_server import serve_admission
 from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
-from deckhouse_gpu.services.config_admission import review as real_review
+from deckhouse_gpu.services.allocation.config_admission import review as real_review
 from tests.adapters import admission_tls
 from tests.adapters.admission_tls import Served, admission_review, call, issue, mount
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.admission_server import CertificateError, serve_admission
+from deckhouse_gpu.adapters.process.admission_server import CertificateError, serve_admission
 from tests.adapters import admission_tls
 from tests.adapters.admission_tls import Served, call, echo, issue, mount, peer_serial
 

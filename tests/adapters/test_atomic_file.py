@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.atomic_file import replace_file, temporaries
+from deckhouse_gpu.adapters.files.atomic_file import replace_file, temporaries
 
 
 def test_replaces_the_whole_file_with_the_given_mode(tmp_path: Path) -> None:

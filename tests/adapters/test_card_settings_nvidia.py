@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.card_settings_nvidia import NvidiaCardSettings, nvidia_smi_bus_id
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
-from deckhouse_gpu.adapters.sim.driver_tree import link, write
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.nvml.card_settings_nvidia import NvidiaCardSettings, nvidia_smi_bus_id
 from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, SharingError
+from deckhouse_gpu.simulator.host.driver_tree import link, write
 from tests.support import fake_pynvml
 from tests.support.fake_pynvml import DRIVER_NOT_LOADED, NO_PERMISSION, Card, FakeLibrary, real_nvml
 

@@ -8,9 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery, DiscoveryError, stage_cdi_hook
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
-from deckhouse_gpu.adapters.sim.driver_tree import (
+from deckhouse_gpu.adapters.files.cdi_discovery import CdiDiscovery, DiscoveryError, stage_cdi_hook
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot
+from deckhouse_gpu.domain.prepare.container.cdi_spec import (
+    CardNode,
+    ClaimDevice,
+    DeviceNode,
+    base_spec,
+    claim_spec,
+)
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
+from deckhouse_gpu.simulator.host.driver_tree import (
     DRIVER_VERSION,
     LIB_DIR,
     add_card,
@@ -21,14 +29,6 @@ from deckhouse_gpu.adapters.sim.driver_tree import (
     build_host,
     link,
     write,
-)
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
-from deckhouse_gpu.domain.prepare.cdi_spec import (
-    CardNode,
-    ClaimDevice,
-    DeviceNode,
-    base_spec,
-    claim_spec,
 )
 
 PCI = "0000:17:00.0"

@@ -7,8 +7,8 @@ import stat
 
 import pytest
 
-from deckhouse_gpu.adapters.cdi_writer import CdiSpecError, CdiWriter
-from deckhouse_gpu.domain.prepare.cdi_spec import (
+from deckhouse_gpu.adapters.files.cdi_writer import CdiSpecError, CdiWriter
+from deckhouse_gpu.domain.prepare.container.cdi_spec import (
     CardNode,
     ClaimDevice,
     DeviceNode,

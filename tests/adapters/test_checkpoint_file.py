@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.checkpoint_file import BootIdUnreadable, FileCheckpointStore
+from deckhouse_gpu.adapters.files.checkpoint_file import BootIdUnreadable, FileCheckpointStore
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 

@@ -4,9 +4,9 @@
 import json
 import shutil
 
-from deckhouse_gpu.adapters.sim import driver_tree
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
+from deckhouse_gpu.simulator.host import driver_tree
 from testkit.prepare_world import build_world
 
 A30 = "0000:17:00.0"

@@ -15,12 +15,12 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.metrics_server import serve_metrics, serve_probes
-from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
+from deckhouse_gpu.adapters.metrics.controller_metrics import ControllerMetrics
+from deckhouse_gpu.adapters.process.metrics_server import serve_metrics, serve_probes
+from deckhouse_gpu.cmd.gpu_controller import ControllerOptions, start_controller
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS
-from deckhouse_gpu.services.gpu_controller import ControllerSettings
+from deckhouse_gpu.services.inventory.gpu_controller import ControllerSettings
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.waiting import wait_for
 from tests.support.controller_objects import add_card, add_node, add_pod, card, ready_status
 

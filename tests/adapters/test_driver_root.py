@@ -6,8 +6,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot, run_nvidia_smi
-from deckhouse_gpu.adapters.sim.driver_tree import link, write
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot, run_nvidia_smi
+from deckhouse_gpu.simulator.host.driver_tree import link, write
 
 LIBRARY = "libnvidia-ml.so.580.95.05"
 

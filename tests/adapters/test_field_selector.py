@@ -6,9 +6,9 @@ API server offers (``metadata.name``, ``spec.nodeName``, ``spec.driver``, ``stat
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
 from deckhouse_gpu.ports.kube import NODES, PODS, Invalid
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.fake_apiserver import FakeApiServer
 from testkit.kubeconfig import write_kubeconfig
 

@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
-from deckhouse_gpu.adapters.health_server import serve_health
-from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.adapters.process.health_server import serve_health
+from deckhouse_gpu.services.runtime.health import HealthState
 
 
 def get(port: int, path: str) -> tuple[int, dict[str, object]]:
@@ -92,10 +92,10 @@ def test_an_extra_readiness_condition_must_hold_too():
 
 def test_metrics_have_their_own_server_and_never_the_probe_address(served):
     # The probe address is the pod's, reached by anything on the pod network; /metrics listens on
-    # loopback behind kube-rbac-proxy (adapters/metrics_server.py).
+    # loopback behind kube-rbac-proxy (adapters/process/metrics_server.py).
     from prometheus_client import CollectorRegistry, Counter  # noqa: PLC0415
 
-    from deckhouse_gpu.adapters.metrics_server import serve_metrics  # noqa: PLC0415
+    from deckhouse_gpu.adapters.process.metrics_server import serve_metrics  # noqa: PLC0415
 
     _, _, probes = served
     registry = CollectorRegistry()

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.adapters.kube_transport import InClusterConfigError
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
+from deckhouse_gpu.adapters.kube.kube_transport import InClusterConfigError
 from deckhouse_gpu.ports.kube import (
     NODES,
     AlreadyExists,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import METADATA_ONLY, METADATA_ONLY_WATCH, PAGE_SIZE, ClientKube
+from deckhouse_gpu.adapters.kube.kube_client import METADATA_ONLY, METADATA_ONLY_WATCH, PAGE_SIZE, ClientKube
 from deckhouse_gpu.ports.kube import NODES, PODS, WatchExpired
 
 

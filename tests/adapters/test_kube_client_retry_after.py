@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import THROTTLE_RETRIES, ClientKube
+from deckhouse_gpu.adapters.kube.kube_client import THROTTLE_RETRIES, ClientKube
 from deckhouse_gpu.domain.backoff import RETRY_AFTER_CAP_SECONDS
 from deckhouse_gpu.ports.kube import NODES, Unavailable
 

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, Invalid, WatchExpired
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.fake_apiserver import FakeApiServer
 from tests.support import kube_client_fixtures
 from tests.support.kube_client_fixtures import gpu, last, write_kubeconfig

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_json import decode
+from deckhouse_gpu.adapters.kube.kube_json import decode
 from tests.support.allocation import device, resource_slice
 
 

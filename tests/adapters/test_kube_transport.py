@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from kubernetes.config import incluster_config
 
-from deckhouse_gpu.adapters.kube_client import ClientKube
-from deckhouse_gpu.adapters.kube_transport import InClusterConfigError, in_cluster_transport
+from deckhouse_gpu.adapters.kube.kube_client import ClientKube
+from deckhouse_gpu.adapters.kube.kube_transport import InClusterConfigError, in_cluster_transport
 from deckhouse_gpu.ports.kube import NODES, Forbidden, Unavailable
 from testkit.api_access import component_of
 from testkit.fake_apiserver import FakeApiServer

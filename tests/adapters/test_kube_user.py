@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.adapters.kube_user import KubeconfigError, load_user_kube
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
+from deckhouse_gpu.adapters.kube.kube_user import KubeconfigError, load_user_kube
 from deckhouse_gpu.ports.kube import NODES
 from testkit.fake_apiserver import FakeApiServer
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.kubelet_grpc import start_plugin
+from deckhouse_gpu.adapters.kubelet.kubelet_grpc import start_plugin
 from deckhouse_gpu.ports.dra_plugin import PluginPaths
 from testkit.waiting import wait_for
 from tests.adapters import kubelet_plugin_world

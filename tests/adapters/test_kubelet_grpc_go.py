@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from deckhouse_gpu.adapters.kubelet.kubelet_grpc import RunningPlugin, start_plugin
 from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1_pb2 as health_v1
 from deckhouse_gpu.adapters.kubelet_gen import dra_health_v1alpha1_pb2 as health_v1alpha1
 from deckhouse_gpu.adapters.kubelet_gen import dra_v1_pb2 as v1
 from deckhouse_gpu.adapters.kubelet_gen import dra_v1beta1_pb2 as v1beta1
 from deckhouse_gpu.adapters.kubelet_gen import pluginregistration_v1_pb2 as registration
-from deckhouse_gpu.adapters.kubelet_grpc import RunningPlugin, start_plugin
 from deckhouse_gpu.ports.dra_plugin import PreparedDevice, PrepareResult
-from deckhouse_gpu.services.device_health import DeviceHealthBoard
+from deckhouse_gpu.services.publishing.device_health import DeviceHealthBoard
 from testkit.gpu_objects import ready_card
 from tests.adapters import kubelet_plugin_world
 from tests.adapters.kubelet_plugin_world import FakeDRAService, plugin_paths

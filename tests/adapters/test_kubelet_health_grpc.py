@@ -14,9 +14,9 @@ from typing import Any
 import grpc
 import pytest
 
-from deckhouse_gpu.adapters import kubelet_health_grpc
-from deckhouse_gpu.adapters.kubelet_grpc import RunningPlugin, start_plugin
-from deckhouse_gpu.services.device_health import DeviceHealthBoard
+from deckhouse_gpu.adapters.kubelet import kubelet_health_grpc
+from deckhouse_gpu.adapters.kubelet.kubelet_grpc import RunningPlugin, start_plugin
+from deckhouse_gpu.services.publishing.device_health import DeviceHealthBoard
 from testkit.gpu_objects import ready_card
 from tests.adapters import kubelet_plugin_world
 from tests.adapters.kubelet_plugin_world import CLAIM_A, FakeDRAService, plugin_paths

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deckhouse_gpu.adapters.manifest_files import ManifestError, load_objects
+from deckhouse_gpu.adapters.files.manifest_files import ManifestError, load_objects
 
 A = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
 B = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, AlreadyExists, Invalid
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from tests.support import memory_kube_objects
 from tests.support.memory_kube_objects import WIDGETS, gpu, rv, widget
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.feature_gates import gates_off
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_SLICES
+from deckhouse_gpu.simulator.api.feature_gates import gates_off
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 
 TAINT = {"key": "gpu.deckhouse.io/unhealthy", "value": "GPULost", "effect": "NoExecute"}
 

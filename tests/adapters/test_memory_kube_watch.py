@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, Invalid, WatchEvent, WatchExpired
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from tests.support import memory_kube_objects
 from tests.support.memory_kube_objects import WIDGETS, gpu, rv, widget
 

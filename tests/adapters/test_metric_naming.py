@@ -14,10 +14,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 
-from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
-from deckhouse_gpu.adapters.dra_metrics import DraMetrics
-from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
-from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
+from deckhouse_gpu.adapters.metrics.controller_metrics import ControllerMetrics
+from deckhouse_gpu.adapters.metrics.dra_metrics import DraMetrics
+from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metrics.node_agent_metrics import NodeAgentMetrics
 from deckhouse_gpu.domain.metric_labels import API_ERRORS, MIG_OPERATIONS, NVML_ERRORS, NVML_QUERIES, OTHER
 from deckhouse_gpu.domain.prepare.metrics import OFFER_TYPES, REASONS
 from tests.conftest import FixedClock

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import ClientKube, load_kube
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons, pod_failure
+from deckhouse_gpu.adapters.kube.kube_client import ClientKube, load_kube
+from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons, pod_failure
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon, daemon_for
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.kube import PODS, Forbidden, Invalid, KubeAPI, Unavailable
 from deckhouse_gpu.ports.sharing import MpsDaemons, SharingError
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.fake_apiserver import FakeApiServer
 from tests.support.kube_client_fixtures import write_kubeconfig
 

@@ -11,15 +11,15 @@ from typing import NoReturn
 
 import pytest
 
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
-from deckhouse_gpu.adapters.mps_launcher import (
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.nvml.mps_launcher import (
     LaunchError,
     answers,
     exec_daemon,
     find_binaries,
     send,
 )
-from deckhouse_gpu.adapters.sim.driver_tree import link
+from deckhouse_gpu.simulator.host.driver_tree import link
 from tests.support.mps_driver_root import LIB, driver_root, recorded
 
 

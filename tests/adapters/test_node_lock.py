@@ -14,12 +14,12 @@ import time
 
 import pytest
 
-from deckhouse_gpu.adapters.node_lock import LockTimeout, NodeLock
+from deckhouse_gpu.adapters.files.node_lock import LockTimeout, NodeLock
 
 HOLDER = textwrap.dedent(
     """
     import sys
-    from deckhouse_gpu.adapters.node_lock import NodeLock
+    from deckhouse_gpu.adapters.files.node_lock import NodeLock
 
     with NodeLock(sys.argv[1], timeout=5):
         print("locked", flush=True)

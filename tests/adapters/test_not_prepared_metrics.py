@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.adapters.dra_metrics import DraMetrics
+from deckhouse_gpu.adapters.metrics.dra_metrics import DraMetrics
 from deckhouse_gpu.domain.allocation.not_prepared import NotPrepared, not_prepared
 from tests.conftest import FixedClock
 

@@ -12,8 +12,9 @@ import re
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS
-from deckhouse_gpu.adapters.sim.nvml_data import (
+from deckhouse_gpu.domain.inventory.nvml_snapshot import GpuInstanceProfile
+from deckhouse_gpu.simulator.host.gpu_catalog import GPU_MODELS
+from deckhouse_gpu.simulator.host.nvml_data import (
     MigGeometry,
     ModelData,
     ModelDataError,
@@ -21,7 +22,6 @@ from deckhouse_gpu.adapters.sim.nvml_data import (
     load_model,
     parse_model,
 )
-from deckhouse_gpu.domain.inventory.nvml_snapshot import GpuInstanceProfile
 
 MIG_MODELS = ["a30", "a100-40gb", "a100-80gb", "h100-80gb", "h200-141gb"]
 ARCHITECTURES = {"Turing": (7, 5), "Ampere": (8, 0), "Ada Lovelace": (8, 9), "Hopper": (9, 0)}

@@ -11,7 +11,7 @@ import logging
 import pynvml
 import pytest
 
-from deckhouse_gpu.adapters.nvml_events import RealXidEvents
+from deckhouse_gpu.adapters.nvml.nvml_events import RealXidEvents
 from deckhouse_gpu.ports.nvml import NVMLError, NVMLUnavailable, XidEvent
 from tests.support import fake_pynvml
 from tests.support.fake_nvml_events import TIMEOUT
@@ -51,7 +51,7 @@ def test_cards_are_registered_for_critical_xids_and_events_name_the_card():
 def test_a_card_without_event_support_is_skipped_with_one_line(caplog):
     fake = library()
     fake.no_events.add(1)
-    with caplog.at_level(logging.INFO, logger="deckhouse_gpu.adapters.nvml_events"):
+    with caplog.at_level(logging.INFO, logger="deckhouse_gpu.adapters.nvml.nvml_events"):
         subscription = RealXidEvents(real_nvml(fake)).open_xid_events([A30, T4])
     assert subscription.registered == (A30,)
     lines = [r.getMessage() for r in caplog.records if getattr(r, "pciAddress", None) == T4]

@@ -18,10 +18,10 @@ from typing import Any
 import pynvml
 import pytest
 
-from deckhouse_gpu.adapters.card_settings_nvidia import NvidiaCardSettings
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
-from deckhouse_gpu.adapters.nvml_mig import RealMig
-from deckhouse_gpu.adapters.nvml_vfio import RealGpuProcesses
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.nvml.card_settings_nvidia import NvidiaCardSettings
+from deckhouse_gpu.adapters.nvml.nvml_mig import RealMig
+from deckhouse_gpu.adapters.nvml.nvml_vfio import RealGpuProcesses
 from deckhouse_gpu.ports.mig import MigError
 from deckhouse_gpu.ports.sharing import ComputeMode, SharingError
 from deckhouse_gpu.ports.vfio import VfioError

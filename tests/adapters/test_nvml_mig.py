@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.adapters.nvml_mig import NO_COMPUTE_INSTANCE, RealMig, code_name
+from deckhouse_gpu.adapters.nvml.nvml_mig import NO_COMPUTE_INSTANCE, RealMig, code_name
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.ports.mig import MigControl, MigError, MigModePending
 from tests.support import fake_pynvml

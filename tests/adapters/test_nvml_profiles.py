@@ -10,7 +10,7 @@ import types
 import pynvml
 import pytest
 
-from deckhouse_gpu.adapters.nvml_profiles import mig_memory_gb
+from deckhouse_gpu.adapters.nvml.nvml_profiles import mig_memory_gb
 from deckhouse_gpu.ports.nvml import NVMLQueryFailed
 from tests.support import fake_pynvml
 from tests.support.fake_pynvml import (

@@ -15,7 +15,7 @@ from typing import Any
 import pynvml
 import pytest
 
-from deckhouse_gpu.adapters.nvml_real import RealNVML, cuda_version_text, normalize_pci_address
+from deckhouse_gpu.adapters.nvml.nvml_real import RealNVML, cuda_version_text, normalize_pci_address
 from deckhouse_gpu.ports.nvml import NVMLDeviceNotFound, NVMLUnavailable
 from tests.support import fake_pynvml
 from tests.support.fake_pynvml import (

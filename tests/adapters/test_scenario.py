@@ -3,7 +3,7 @@
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.scenario import (
+from deckhouse_gpu.simulator.scenario import (
     ScenarioError,
     builtin_names,
     load_scenario,

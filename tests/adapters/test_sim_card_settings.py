@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.driver_tree import write
-from deckhouse_gpu.adapters.sim.sim_card_settings import BOOT_ID_FILE, STATE_FILE, SimCardSettings
 from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, SharingError
+from deckhouse_gpu.simulator.host.driver_tree import write
+from deckhouse_gpu.simulator.host.sim_card_settings import BOOT_ID_FILE, STATE_FILE, SimCardSettings
 
 A30, T4 = "0000:17:00.0", "0000:b3:00.0"
 

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.nvml_data import load_model
-from deckhouse_gpu.adapters.sim.sim_mig import MigOp, SimulatedMig
-from deckhouse_gpu.adapters.sim.sim_nvml import SimCard, SimNVMLConfigError, SimulatedNVML
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.ports.mig import MigControl, MigError, MigModePending
+from deckhouse_gpu.simulator.host.nvml_data import load_model
+from deckhouse_gpu.simulator.host.sim_mig import MigOp, SimulatedMig
+from deckhouse_gpu.simulator.host.sim_nvml import SimCard, SimNVMLConfigError, SimulatedNVML
 
 A30, A100, H100, T4 = "0000:17:00.0", "0000:31:00.0", "0000:65:00.0", "0000:b3:00.0"
 MIG_UUID = re.compile(r"^MIG-[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")

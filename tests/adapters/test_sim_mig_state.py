@@ -8,11 +8,11 @@ import threading
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.driver_tree import write
-from deckhouse_gpu.adapters.sim.sim_mig import MigOp
-from deckhouse_gpu.adapters.sim.sim_mig_state import BOOT_ID_FILE, STATE_FILE, PersistentSimMig
-from deckhouse_gpu.adapters.sim.sim_nvml import SimCard, SimulatedNVML
 from deckhouse_gpu.ports.mig import MigControl, MigError, MigModePending
+from deckhouse_gpu.simulator.host.driver_tree import write
+from deckhouse_gpu.simulator.host.sim_mig import MigOp
+from deckhouse_gpu.simulator.host.sim_mig_state import BOOT_ID_FILE, STATE_FILE, PersistentSimMig
+from deckhouse_gpu.simulator.host.sim_nvml import SimCard, SimulatedNVML
 
 A30, A100, T4 = "0000:17:00.0", "0000:31:00.0", "0000:b3:00.0"
 ONE_G_A30, ONE_G_A100, TWO_G_A30 = 14, 19, 5

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
-from deckhouse_gpu.adapters.sim.sim_mps_kubelet import SimulatedKubeletMps
+from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons
 from deckhouse_gpu.domain.prepare.mps import daemon_for
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.kube import PODS, Unavailable
 from deckhouse_gpu.ports.sharing import MpsDaemons, SharingError
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_mps_kubelet import SimulatedKubeletMps
 
 NS = "d8-gpu"
 PLUGIN = "/var/lib/kubelet/plugins/gpu.deckhouse.io"

@@ -8,8 +8,14 @@ import threading
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.nvml_data import load_model
-from deckhouse_gpu.adapters.sim.sim_nvml import (
+from deckhouse_gpu.ports.nvml import (
+    NVML,
+    NVMLDeviceNotFound,
+    NVMLQueryFailed,
+    NVMLUnavailable,
+)
+from deckhouse_gpu.simulator.host.nvml_data import load_model
+from deckhouse_gpu.simulator.host.sim_nvml import (
     OPTIONAL_QUERIES,
     REQUIRED_QUERIES,
     Query,
@@ -18,12 +24,6 @@ from deckhouse_gpu.adapters.sim.sim_nvml import (
     SimulatedNVML,
     from_model_list,
     simulated_uuid,
-)
-from deckhouse_gpu.ports.nvml import (
-    NVML,
-    NVMLDeviceNotFound,
-    NVMLQueryFailed,
-    NVMLUnavailable,
 )
 
 A30 = "0000:17:00.0"

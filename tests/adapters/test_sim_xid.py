@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.scenario import ScenarioError, parse_scenario
-from deckhouse_gpu.adapters.sim.sim_nvml import SimNVMLConfigError, SimulatedNVML
 from deckhouse_gpu.ports.nvml import NVMLUnavailable, XidEvent
+from deckhouse_gpu.simulator.host.sim_nvml import SimNVMLConfigError, SimulatedNVML
+from deckhouse_gpu.simulator.scenario import ScenarioError, parse_scenario
 
 A30, T4 = "0000:17:00.0", "0000:b1:00.0"
 

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
 from deckhouse_gpu.ports.host import HostUnreadable
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 
 
 def test_only_supported_gpus_are_reported(host: HostBuilder):

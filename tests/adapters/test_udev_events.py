@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 
-from deckhouse_gpu.adapters.udev_events import UdevUnavailable, watch_pci_events
+from deckhouse_gpu.adapters.host.udev_events import UdevUnavailable, watch_pci_events
 
 
 class FakeDevice:

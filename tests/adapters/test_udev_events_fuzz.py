@@ -24,18 +24,18 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
-from deckhouse_gpu.adapters.udev_events import watch_pci_events
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.host.udev_events import watch_pci_events
 from deckhouse_gpu.domain.naming import physical_gpu_name
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.inventory_sync import InventorySync
-from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
-from deckhouse_gpu.services.trigger_loop import Trigger
+from deckhouse_gpu.services.inventory.inventory_sync import InventorySync
+from deckhouse_gpu.services.inventory.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.services.runtime.trigger_loop import Trigger
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from tests.adapters.test_udev_events import FakeDevice, FakeMonitor
 from tests.support.fuzzing import fuzz
 

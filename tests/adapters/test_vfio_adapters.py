@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.nvml_vfio import RealGpuProcesses
-from deckhouse_gpu.adapters.sim import driver_tree
-from deckhouse_gpu.adapters.sim.gpu_catalog import OTHER_DEVICES
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.adapters.sim.sim_vfio import SimGpuProcesses, SimulatedVfio
-from deckhouse_gpu.adapters.sysfs_vfio import SysfsVfio
-from deckhouse_gpu.adapters.vfio_files import FileVfioLedger, FileVfioPayloads
+from deckhouse_gpu.adapters.files.vfio_files import FileVfioLedger, FileVfioPayloads
+from deckhouse_gpu.adapters.host.sysfs_vfio import SysfsVfio
+from deckhouse_gpu.adapters.nvml.nvml_vfio import RealGpuProcesses
 from deckhouse_gpu.ports.vfio import GpuProcesses, VfioError, VfioHost
+from deckhouse_gpu.simulator.host import driver_tree
+from deckhouse_gpu.simulator.host.gpu_catalog import OTHER_DEVICES
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
+from deckhouse_gpu.simulator.host.sim_vfio import SimGpuProcesses, SimulatedVfio
 from tests.support import fake_pynvml
 from tests.support.fake_pynvml import Card, FakeLibrary, real_nvml
 

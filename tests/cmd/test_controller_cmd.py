@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from deckhouse_gpu.cmd.controller import parse_args
+from deckhouse_gpu.cmd.gpu_controller import parse_args
 from deckhouse_gpu.ports.controller_resources import LEASES, PODS
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS
 from testkit.fake_apiserver import FakeApiServer
@@ -63,7 +63,7 @@ def server() -> Iterator[FakeApiServer]:
 def test_controller_process_end_to_end(server, tmp_path: Path):
     port, metrics_port = free_port(), free_port()
     argv = [
-        sys.executable, "-m", "deckhouse_gpu.cmd.controller",
+        sys.executable, "-m", "deckhouse_gpu.cmd.gpu_controller",
         "--kubeconfig", write_kubeconfig(tmp_path, server.url),
         "--listen-address", f"127.0.0.1:{port}",
         "--metrics-address", f"127.0.0.1:{metrics_port}",

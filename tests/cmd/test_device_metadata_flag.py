@@ -8,7 +8,7 @@ import argparse
 
 import pytest
 
-from deckhouse_gpu.cmd.plugin_wiring import add_plugin_arguments
+from deckhouse_gpu.cmd.gpu_handler.plugin_wiring import add_plugin_arguments
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from deckhouse_gpu.cmd import dra_controller
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.cmd.gpu_dra_controller import main as dra_controller
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
 from testkit.gpu_objects import node_cards
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.cmd.node_agent import main as agent_main
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.cmd.gpu_node_agent import main as agent_main
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
 from deckhouse_gpu.simulator.gpu_handler import main
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_objects import ready_card
 from testkit.kubeconfig import write_kubeconfig
@@ -147,7 +147,7 @@ def test_run_process_fills_the_api_and_stops_on_sigterm(tmp_path, short_root):
         server.kube.create(NODES, {"metadata": {"name": "w1"}})
         kubeconfig = write_kubeconfig(tmp_path, server.url)
         agent = subprocess.run(
-            [sys.executable, "-m", "deckhouse_gpu.cmd.node_agent", "--once", "--node-name", "w1",
+            [sys.executable, "-m", "deckhouse_gpu.cmd.gpu_node_agent", "--once", "--node-name", "w1",
              "--host-root", str(host.root), "--kubeconfig", kubeconfig],
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
@@ -241,7 +241,7 @@ def test_render_slices_without_consumable_capacity_shares_nothing(tmp_path, caps
 
 def test_render_slices_output_is_what_allocate_reads(tmp_path, capsys):
     # The commands read each other's output: the slices go straight into a dry-run allocation.
-    from deckhouse_gpu.cmd import dra_controller  # noqa: PLC0415
+    from deckhouse_gpu.cmd.gpu_dra_controller import main as dra_controller  # noqa: PLC0415
 
     cards = tmp_path / "cards.yaml"
     cards.write_text(yaml.safe_dump(ready_card("w1", "0000:17:00.0", "a30")))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deckhouse_gpu.cmd.handler import main, parse_args
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.cmd.gpu_handler.main import main, parse_args
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from testkit.gpu_objects import ready_card
 
 

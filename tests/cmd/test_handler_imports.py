@@ -13,11 +13,11 @@ NEVER = ("aiohttp", "h2")
 
 
 def test_the_kubelet_plugin_is_served_by_grpcio():
-    found = heavy_packages_imported("deckhouse_gpu.adapters.kubelet_grpc", ("grpc", *NEVER))
+    found = heavy_packages_imported("deckhouse_gpu.adapters.kubelet.kubelet_grpc", ("grpc", *NEVER))
     assert found == ["grpc"]
 
 
 def test_the_command_loads_grpcio_only_for_the_plugin():
     # The driver validator DaemonSet (validate-driver) and the prestart init container run the same
     # command on every GPU node without serving the kubelet: grpcio (about 11 MiB) waits for `run`.
-    assert heavy_packages_imported("deckhouse_gpu.cmd.handler", ("grpc", *NEVER)) == []
+    assert heavy_packages_imported("deckhouse_gpu.cmd.gpu_handler.main", ("grpc", *NEVER)) == []

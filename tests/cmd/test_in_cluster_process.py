@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.fake_apiserver import FakeApiServer
 from testkit.in_cluster import launcher_argv, service_account
 from testkit.waiting import free_port, wait_for
@@ -58,7 +58,7 @@ def test_the_agent_runs_on_its_service_account_and_follows_a_rotated_token(host:
     argv = ["--node-name", "w1", "--host-root", str(host.root), "--resync-seconds", "0.3",
             "--health-address", f"127.0.0.1:{port}", "--metrics-address", "127.0.0.1:0"]  # fmt: skip
     agent = subprocess.Popen(
-        [sys.executable, *launcher_argv("node_agent", account, argv)],
+        [sys.executable, *launcher_argv("gpu_node_agent", account, argv)],
         stderr=subprocess.PIPE,
         text=True,
         env=env,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.cmd.kubectl_gpu import main
+from deckhouse_gpu.cmd.kubectl_gpu.main import main
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_cluster import RESOURCES

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from deckhouse_gpu.cmd import mps_daemon
+from deckhouse_gpu.cmd import gpu_mps_daemon as mps_daemon
 from deckhouse_gpu.domain.prepare.mps_pod import LAUNCHER
 from tests.support.imported_packages import heavy_packages_imported
 from tests.support.mps_driver_root import driver_root, recorded
@@ -20,13 +20,13 @@ from tests.support.mps_driver_root import driver_root, recorded
 def test_the_pod_runs_the_console_script_the_package_installs():
     from tests.module.test_werf_python_images import _pyproject_scripts  # noqa: PLC0415
 
-    assert _pyproject_scripts()[LAUNCHER] == "deckhouse_gpu.cmd.mps_daemon:main"
+    assert _pyproject_scripts()[LAUNCHER] == "deckhouse_gpu.cmd.gpu_mps_daemon:main"
 
 
 def test_run_execs_the_drivers_control_daemon_in_the_foreground(tmp_path):
     root = driver_root(tmp_path / "root")
     done = subprocess.run(
-        [sys.executable, "-m", "deckhouse_gpu.cmd.mps_daemon", "run"],
+        [sys.executable, "-m", "deckhouse_gpu.cmd.gpu_mps_daemon", "run"],
         input="get_default_active_thread_percentage\n",
         env={
             "NVIDIA_DRIVER_ROOT_MOUNT": str(root),  # as the Pod sets it
@@ -77,4 +77,4 @@ def test_a_driver_root_without_mps_fails_saying_what_is_missing(tmp_path, capsys
 def test_it_imports_neither_the_kubernetes_client_nor_grpc():
     # The probe runs every few seconds in the daemon's container, whose memory the MPS server shares.
     heavy = ("kubernetes", "grpc", "yaml", "pynvml")
-    assert heavy_packages_imported("deckhouse_gpu.cmd.mps_daemon", heavy) == []
+    assert heavy_packages_imported("deckhouse_gpu.cmd.gpu_mps_daemon", heavy) == []

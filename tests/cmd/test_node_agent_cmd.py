@@ -6,8 +6,8 @@ import json
 import pytest
 import yaml
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.cmd.node_agent import main
+from deckhouse_gpu.cmd.gpu_node_agent import main
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 
 
 def test_dry_run_prints_the_objects_and_exits_zero(host: HostBuilder, capsys):

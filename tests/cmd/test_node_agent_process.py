@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.fake_apiserver import FakeApiServer
 from testkit.kubeconfig import write_kubeconfig
 from testkit.waiting import free_port, wait_for
@@ -47,7 +47,7 @@ def start_agent(
     host: HostBuilder, server: FakeApiServer, tmp_path: Path, port: int, metrics_port: int = 0
 ) -> subprocess.Popen[str]:
     argv = [
-        sys.executable, "-m", "deckhouse_gpu.cmd.node_agent",
+        sys.executable, "-m", "deckhouse_gpu.cmd.gpu_node_agent",
         "--node-name", "w1",
         "--host-root", str(host.root),
         "--kubeconfig", write_kubeconfig(tmp_path, server.url),

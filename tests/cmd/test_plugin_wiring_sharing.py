@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.adapters.card_settings_nvidia import NvidiaCardSettings
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
-from deckhouse_gpu.adapters.nvml_real import RealNVML
-from deckhouse_gpu.adapters.sim.sim_card_settings import STATE_FILE, SimCardSettings
-from deckhouse_gpu.adapters.sim.sim_mps_kubelet import SimulatedKubeletMps
-from deckhouse_gpu.cmd import handler, handler_wiring
-from deckhouse_gpu.cmd.plugin_wiring import build_prepare, sharing_host
+from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons
+from deckhouse_gpu.adapters.nvml.card_settings_nvidia import NvidiaCardSettings
+from deckhouse_gpu.adapters.nvml.nvml_real import RealNVML
+from deckhouse_gpu.cmd.gpu_handler import main as handler
+from deckhouse_gpu.cmd.gpu_handler import wiring as handler_wiring
+from deckhouse_gpu.cmd.gpu_handler.plugin_wiring import build_prepare, sharing_host
 from deckhouse_gpu.domain.prepare.mps import daemon_for
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import PODS
 from deckhouse_gpu.ports.sharing import ComputeMode
 from deckhouse_gpu.simulator import gpu_handler as gpu_handler_sim
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_card_settings import STATE_FILE, SimCardSettings
+from deckhouse_gpu.simulator.host.sim_mps_kubelet import SimulatedKubeletMps
 from tests.e2e.sim_node import CARD_A, CARD_B, NODE, build_host
 
 PLUGIN_DIR = "/var/lib/kubelet/plugins/gpu.deckhouse.io"

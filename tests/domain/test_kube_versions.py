@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.domain.allocation.semantics import VERSIONS, Semantics, version_for
-from deckhouse_gpu.domain.kube_versions import (
+from deckhouse_gpu.k8s_semantics.resources.semantics import VERSIONS, Semantics, version_for
+from deckhouse_gpu.k8s_semantics.versions import (
     KNOWN_VERSIONS,
     UnknownVersion,
     known_minor,

@@ -26,7 +26,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
 from deckhouse_gpu.domain.naming import physical_gpu_name
 from deckhouse_gpu.ports.controller_resources import (
     DEVICE_CLASSES,
@@ -43,6 +42,7 @@ from deckhouse_gpu.ports.kube import (
     RESOURCE_SLICES,
     NotFound,
 )
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.api_access import AccessLog
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_cluster import example_classes
@@ -69,14 +69,14 @@ def _commands(root: Path, kubeconfigs: dict[str, str]) -> dict[str, list[str]]:
     python, health = sys.executable, ("--health-address", "127.0.0.1:0", *metrics)
     listen = ("--listen-address", "127.0.0.1:0", *metrics, "--namespace", NAMESPACE)
     return {
-        "gpu-node-agent": [python, "-m", "deckhouse_gpu.cmd.node_agent", "--node-name", NODE,
+        "gpu-node-agent": [python, "-m", "deckhouse_gpu.cmd.gpu_node_agent", "--node-name", NODE,
                            "--host-root", str(root), "--kubeconfig", kubeconfigs["gpu-node-agent"],
                            "--resync-seconds", "0.3", *health],
-        "gpu-controller": [python, "-m", "deckhouse_gpu.cmd.controller",
+        "gpu-controller": [python, "-m", "deckhouse_gpu.cmd.gpu_controller",
                            "--kubeconfig", kubeconfigs["gpu-controller"], *listen],
         "gpu-handler": [python, "-m", "deckhouse_gpu.simulator.gpu_handler", "run",
                         *handler_args(root, kubeconfigs["gpu-handler"]), *health],
-        "gpu-dra-controller": [python, "-m", "deckhouse_gpu.cmd.dra_controller", "run",
+        "gpu-dra-controller": [python, "-m", "deckhouse_gpu.cmd.gpu_dra_controller.main", "run",
                                "--kubeconfig", kubeconfigs["gpu-dra-controller"], *listen,
                                "--no-webhook", "--k8s-version", "1.35"],
     }  # fmt: skip

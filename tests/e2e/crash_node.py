@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.sim_mig_state import PersistentSimMig
-from deckhouse_gpu.adapters.sim.sim_nvml import from_model_list
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
+from deckhouse_gpu.simulator.host.sim_mig_state import PersistentSimMig
+from deckhouse_gpu.simulator.host.sim_nvml import from_model_list
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_objects import ready_card
 from testkit.kubeconfig import write_kubeconfig

@@ -18,15 +18,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
-from deckhouse_gpu.cmd import handler_wiring
-from deckhouse_gpu.cmd.plugin_wiring import build_prepare
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
+from deckhouse_gpu.cmd.gpu_handler import wiring as handler_wiring
+from deckhouse_gpu.cmd.gpu_handler.plugin_wiring import build_prepare
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import PODS
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare.service import PrepareService
 from deckhouse_gpu.simulator import gpu_handler as gpu_handler_sim
+from deckhouse_gpu.simulator.host.sim_card_settings import SimCardSettings
 from testkit.fake_apiserver import FakeApiServer
 from testkit.nvml_faults import FaultyGpuProcesses, FaultyMig, FaultySettings, FaultyVfioHost, NvmlFaults
 from testkit.prepare_world import allocate, allocate_share

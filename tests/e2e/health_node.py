@@ -14,15 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from deckhouse_gpu.adapters.kubelet_grpc import RunningPlugin, start_plugin
+from deckhouse_gpu.adapters.kubelet.kubelet_grpc import RunningPlugin, start_plugin
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import PluginPaths
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.device_health import DeviceHealthBoard
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.xid_watcher import XidWatcher
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.publishing.device_health import DeviceHealthBoard
+from deckhouse_gpu.services.publishing.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.publishing.xid_watcher import XidWatcher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
 from testkit.prepare_world import NODE, PrepareWorld
 from tests.support.fake_kubelet import FakeKubelet, PluginConnection
 

@@ -32,10 +32,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters import json_logging
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.cmd import handler_wiring
-from deckhouse_gpu.cmd.plugin_wiring import build_prepare
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
+from deckhouse_gpu.adapters.process import json_logging
+from deckhouse_gpu.cmd.gpu_handler import wiring as handler_wiring
+from deckhouse_gpu.cmd.gpu_handler.plugin_wiring import build_prepare
 from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, Decoded
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
@@ -46,7 +46,7 @@ from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
 from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, MpsDaemons
 from deckhouse_gpu.ports.vfio import VfioHost
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare.service import PrepareService
 from deckhouse_gpu.simulator import gpu_handler as gpu_handler_sim
 
 

@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.sim_mig_state import STATE_FILE
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.sim_mig_state import STATE_FILE
 
 NODE = "w1"
 CARD_A, CARD_B = "0000:17:00.0", "0000:31:00.0"  # A30s, device minors 0 and 1

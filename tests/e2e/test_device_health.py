@@ -21,12 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.kubelet_grpc import RunningPlugin
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.adapters.kubelet.kubelet_grpc import RunningPlugin
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
-from deckhouse_gpu.services.handler import HandlerSettings
-from deckhouse_gpu.services.trigger_loop import LoopTiming
+from deckhouse_gpu.services.publishing.handler import HandlerSettings
+from deckhouse_gpu.services.runtime.trigger_loop import LoopTiming
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from testkit.prepare_world import NODE, PrepareWorld, allocate, build_world
 from tests.e2e.health_node import health_node
 from tests.support.fake_kubelet import FakeKubelet, PluginConnection

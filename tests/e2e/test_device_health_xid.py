@@ -13,11 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
-from deckhouse_gpu.services.handler import HandlerSettings
-from deckhouse_gpu.services.trigger_loop import LoopTiming
-from deckhouse_gpu.services.xid_watcher import XidWatcher
+from deckhouse_gpu.services.publishing.handler import HandlerSettings
+from deckhouse_gpu.services.publishing.xid_watcher import XidWatcher
+from deckhouse_gpu.services.runtime.trigger_loop import LoopTiming
 from testkit.prepare_world import NODE, allocate, build_world
 from tests.e2e.health_node import health_node
 from tests.support.fake_kubelet_health import watch_health

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
+from deckhouse_gpu.adapters.files.checkpoint_file import FileCheckpointStore
 from testkit.disk_faults import ENOSPC, EROFS, DiskFaults
 from testkit.kubeconfig import write_kubeconfig
 from tests.e2e.fault_checks import Reference, after_prepare_failed, converge, reference, same

@@ -56,7 +56,7 @@ def node() -> Iterator[tuple[FakeApiServer, FakeKubelet, int, int]]:
     with FakeApiServer(resources=resources) as server:
         server.kube.create(NODES, {"metadata": {"name": NODE}})
         kubeconfig = write_kubeconfig(short, server.url)
-        agent = [sys.executable, "-m", "deckhouse_gpu.cmd.node_agent", "--once", "--node-name", NODE,
+        agent = [sys.executable, "-m", "deckhouse_gpu.cmd.gpu_node_agent", "--once", "--node-name", NODE,
                  "--host-root", str(root), "--kubeconfig", kubeconfig]  # fmt: skip
         subprocess.run(agent, capture_output=True, timeout=60, check=True)
         ready = {"type": DRIVER_READY, "status": "True", "reason": "ValidatorReady", "message": "",

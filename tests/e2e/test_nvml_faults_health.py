@@ -3,7 +3,7 @@
 
 """NVML failing at every call of gpu-handler's capabilities and health pass (issue 16, item 2).
 
-The pass (services/capabilities.py) asks NVML for the driver once and for each card's snapshot;
+The pass (services/publishing/capabilities.py) asks NVML for the driver once and for each card's snapshot;
 testkit/nvml_faults.py fails the n-th of those calls, as a lost GPU (until the fault clears) or as
 NVML's unknown error or timeout. The failure must reach the card's PhysicalGPU, and only that
 card's: HardwareHealthy turns Unknown with NVML's reason and words and the card's address (the
@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.domain.inventory.hardware_health import (
+from deckhouse_gpu.domain.inventory.health.hardware_health import (
     REASON_HEALTHY,
     REASON_NVML_UNAVAILABLE,
     REASON_QUERY_FAILED,
     HealthSettings,
 )
 from deckhouse_gpu.ports.kube import EVENTS, PHYSICAL_GPUS
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from testkit.nvml_faults import Call, FaultKind, FaultyNVML, NvmlFaults, nvml_text
 from tests.services.test_capabilities import make_card
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS
+from deckhouse_gpu.services.prepare.prepare_steps import PREPARE_STEPS
 from tests.e2e import crash_node
 from tests.e2e.crash_node import MIXED, assert_prepared_once, assert_released, leftover, status_problems
 from tests.e2e.sim_node import metadata_files, ref

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.driver_tree import write
+from deckhouse_gpu.simulator.host.driver_tree import write
 from tests.e2e import crash_node
 from tests.e2e.crash_node import (
     MIXED,

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
-from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS
+from deckhouse_gpu.services.prepare.prepare_steps import PREPARE_STEPS
+from deckhouse_gpu.simulator.host.sim_card_settings import SimCardSettings
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_objects import ready_card
 from tests.e2e import crash_node

@@ -6,7 +6,7 @@ unpreparing a whole A30 for a virtual machine, then restarted (docs/VFIO.md, DES
 
 As in test_prepare_crash.py, the handler runs in processes of its own built as ``gpu-handler run``
 builds it, here on a node whose cards sit in IOMMU groups of their own with an audio function each,
-and whose simulated kernel really moves the drivers (adapters/sim/sim_vfio.py): what a dead process
+and whose simulated kernel really moves the drivers (simulator/host/sim_vfio.py): what a dead process
 moved is still moved for its successor. Whatever the kill left, a fresh process's ``start()`` and the
 kubelet's retry must converge: the card passed through once, then both functions back on nvidia and
 snd_hda_intel with nothing recorded anywhere.
@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
-from deckhouse_gpu.services.prepare_steps import PREPARE_STEPS
+from deckhouse_gpu.services.prepare.prepare_steps import PREPARE_STEPS
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.fake_apiserver import FakeApiServer
 from testkit.gpu_objects import ready_card
 from testkit.kubeconfig import write_kubeconfig

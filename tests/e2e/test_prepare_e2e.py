@@ -27,8 +27,8 @@ import pytest
 
 from deckhouse_gpu.domain.inventory.physicalgpu import DRIVER_READY
 from deckhouse_gpu.domain.naming import physical_gpu_name
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, PODS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from testkit.fake_apiserver import FakeApiServer
 from testkit.kubeconfig import write_kubeconfig
@@ -124,7 +124,7 @@ class Cluster:
 
 def _run_agent(root: Path, kubeconfig: str) -> None:
     agent = subprocess.run(
-        [sys.executable, "-m", "deckhouse_gpu.cmd.node_agent", "--once", "--node-name", NODE,
+        [sys.executable, "-m", "deckhouse_gpu.cmd.gpu_node_agent", "--once", "--node-name", NODE,
          "--host-root", str(root), "--kubeconfig", kubeconfig],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

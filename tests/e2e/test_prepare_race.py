@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
 from tests.e2e import crash_node
 from tests.e2e.crash_node import MIG_0, MIG_2, ONE_G, WHOLE_B, assert_released
 from tests.e2e.sim_node import CARD_A, cdi_spec, checkpoint_claims, mig_state, placements, ref

@@ -8,9 +8,9 @@ know. Each restart is a fresh process on the node of tests/e2e/crash_node.py.
 
 from __future__ import annotations
 
-from deckhouse_gpu.adapters.sim.driver_tree import write
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
+from deckhouse_gpu.simulator.host.driver_tree import write
 from tests.e2e import crash_node
 from tests.e2e.crash_node import MIXED, ONE_G, assert_prepared_once, assert_released
 from tests.e2e.sim_node import (

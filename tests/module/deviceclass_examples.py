@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 import yaml
 
-from deckhouse_gpu.adapters.sim.scenario import parse_scenario
-from deckhouse_gpu.domain.cel import CompiledSelector, SelectorEngine, SelectorError, device_view
 from deckhouse_gpu.domain.naming import mig_name, physical_name
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.k8s_semantics.cel import CompiledSelector, SelectorEngine, SelectorError, device_view
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
+from deckhouse_gpu.simulator.scenario import parse_scenario
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"

@@ -24,9 +24,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from deckhouse_gpu.domain.kube_versions import NEWEST_MINOR, UnknownVersion
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
+from deckhouse_gpu.k8s_semantics.versions import NEWEST_MINOR, UnknownVersion
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
 from testkit.gpu_objects import ready_card
 from tests.support.helm_chart import render
 from tests.support.k8s_versions import MINORS, SCHEMA_VERSIONS

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
-from deckhouse_gpu.domain.cel import device_view
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
+from deckhouse_gpu.k8s_semantics.cel import device_view
 from tests.module import deviceclass_examples
 from tests.module.deviceclass_examples import (
     CLAIMS,

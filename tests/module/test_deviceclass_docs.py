@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.cel import device_view
-from deckhouse_gpu.services.allocation_preview import preview
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.k8s_semantics.cel import device_view
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.services.allocation.allocation_preview import preview
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
 from testkit.gpu_objects import ready_card
 from tests.module import deviceclass_examples
 from tests.module.deviceclass_examples import (

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from deckhouse_gpu.domain.cel import CompiledSelector, SelectorError, device_view
+from deckhouse_gpu.k8s_semantics.cel import CompiledSelector, SelectorError, device_view
 from tests.module.deviceclass_examples import (
     ALLOWED_FUNCTIONS,
     DEVICE_FIELDS,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import deckhouse_gpu
 from deckhouse_gpu.domain.config import features
-from deckhouse_gpu.services import prepare_steps
+from deckhouse_gpu.services.prepare import prepare_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(deckhouse_gpu.__file__).parent
@@ -59,7 +59,7 @@ def test_each_strategy_and_feature_lives_where_d20_says() -> None:
         modules = {type(step).__module__ for step in steps}
         assert len(modules) == 1, feature.name
         home = modules.pop()
-        assert re.fullmatch(r"deckhouse_gpu\.services\.prepare_\w+_steps", home), feature.name
+        assert re.fullmatch(r"deckhouse_gpu\.services\.prepare\.prepare_\w+_steps", home), feature.name
         # Its release parts: in its steps module, or a release module D20 names.
         parts = [getattr(feature.release, f.name) for f in fields(feature.release)]
         for part in (p for p in parts if callable(p)):

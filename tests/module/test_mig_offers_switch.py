@@ -16,7 +16,7 @@ import pytest
 import yaml
 from deckhouse import hook
 
-from deckhouse_gpu.cmd.handler import main
+from deckhouse_gpu.cmd.gpu_handler.main import main
 from testkit.gpu_objects import ready_card
 from tests.hooks.conftest import load_hook
 from tests.module.helm_render_sets import apply_values_patches, env, own_containers

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.cmd.handler_wiring import mig_profile_rules
+from deckhouse_gpu.cmd.gpu_handler.wiring import mig_profile_rules
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule
 from tests.module.helm_render_sets import RENDERED, env, handler, own_containers
 from tests.support.helm_chart import render

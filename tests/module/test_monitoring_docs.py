@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from deckhouse_gpu.adapters.controller_metrics import ControllerMetrics
-from deckhouse_gpu.adapters.dra_metrics import DraMetrics
-from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
-from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
+from deckhouse_gpu.adapters.metrics.controller_metrics import ControllerMetrics
+from deckhouse_gpu.adapters.metrics.dra_metrics import DraMetrics
+from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metrics.node_agent_metrics import NodeAgentMetrics
 from tests.support.dcgm_fixture import DEFAULT_COUNTERS
 from tests.support.monitoring_queries import alert_expressions, dashboards
 

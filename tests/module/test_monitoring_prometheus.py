@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
-from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
+from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metrics.node_agent_metrics import NodeAgentMetrics
 from deckhouse_gpu.domain.prepare.attribution_series import dcgm_bus_id
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS
 from testkit.gpu_cluster import GpuCluster

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
-from deckhouse_gpu.adapters.nvml_real import RealNVML
-from deckhouse_gpu.cmd import handler
-from deckhouse_gpu.cmd.plugin_wiring import sharing_host
+from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons
+from deckhouse_gpu.adapters.nvml.nvml_real import RealNVML
+from deckhouse_gpu.cmd.gpu_handler import main as handler
+from deckhouse_gpu.cmd.gpu_handler.plugin_wiring import sharing_host
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon, daemon_for
 from deckhouse_gpu.domain.prepare.mps_pod import daemon_of
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from tests.module.helm_render_sets import RENDERED, env, own_containers, pod_spec
 from tests.support.helm_chart import Rendered
 

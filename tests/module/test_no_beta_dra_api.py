@@ -45,8 +45,8 @@ SKIPPED_DIRS = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 KUBELET_GRPC = "the kubelet's gRPC DRA service v1beta1, not the resource.k8s.io API"
 ALLOWED = {
     f"{PACKAGE}/ports/dra_plugin.py": KUBELET_GRPC,
-    f"{PACKAGE}/adapters/kubelet_grpc.py": KUBELET_GRPC + ": the versions it registers",
-    f"{PACKAGE}/adapters/kubelet_dra_handlers.py": KUBELET_GRPC + ": its handlers",
+    f"{PACKAGE}/adapters/kubelet/kubelet_grpc.py": KUBELET_GRPC + ": the versions it registers",
+    f"{PACKAGE}/adapters/kubelet/kubelet_dra_handlers.py": KUBELET_GRPC + ": its handlers",
     f"{PACKAGE}/adapters/kubelet_gen/dra_v1beta1_pb2.py": KUBELET_GRPC + ", generated from its proto",
     f"{PACKAGE}/adapters/kubelet_gen/dra_v1beta1_pb2_grpc.py": KUBELET_GRPC + ", generated from its proto",
     "images/gpu-artifact/proto/k8s.io/kubelet/pkg/apis/dra/v1beta1/api.proto": KUBELET_GRPC + ": its proto",

@@ -22,7 +22,7 @@ from celpy.adapter import json_to_cel
 
 from deckhouse_gpu.domain.config.opaque_config import decode
 from deckhouse_gpu.domain.config.opaque_types import DRIVER
-from deckhouse_gpu.services.config_admission import review
+from deckhouse_gpu.services.allocation.config_admission import review
 from tests.support.helm_chart import render
 from tests.support.k8s_versions import SCHEMA_VERSIONS
 from tests.support.module_values import module_values

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.codec import openapi_schema
 from deckhouse_gpu.domain.inventory import physicalgpu as pg
+from deckhouse_gpu.k8s_semantics.apimachinery.codec import openapi_schema
 from tests.support import crd_schema
 from tests.support.crd_drift import differences, required_mismatches
 from tests.support.crd_schema import VALIDATION_KEYS, Schema, node_at, structural, walk

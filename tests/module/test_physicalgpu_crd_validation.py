@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.codec import encode
 from deckhouse_gpu.domain.inventory import physicalgpu as pg
+from deckhouse_gpu.k8s_semantics.apimachinery.codec import encode
 from tests.support import crd_schema
 from tests.support.crd_schema import Schema, node_at, walk
 from tests.support.openapi_validator import validate

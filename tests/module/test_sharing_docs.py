@@ -18,9 +18,6 @@ import yaml
 
 from deckhouse_gpu.domain.allocation.audit import MIXED_SHARING, audit
 from deckhouse_gpu.domain.allocation.card_sharing import card_sharing
-from deckhouse_gpu.domain.allocation.model import build_inventory
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
-from deckhouse_gpu.domain.cel import device_view
 from deckhouse_gpu.domain.config.mps_sharing import MpsPlan
 from deckhouse_gpu.domain.config.opaque_config import decode
 from deckhouse_gpu.domain.config.opaque_types import DRIVER, GPUConfig
@@ -29,8 +26,11 @@ from deckhouse_gpu.domain.prepare.mps import client_edits, daemon_for, one_daemo
 from deckhouse_gpu.domain.prepare.mps_pod import daemon_pod
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.domain.prepare.sharing import SharingRefused, device_sharing, sharing_conflicts
-from deckhouse_gpu.services.config_admission import review
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
+from deckhouse_gpu.k8s_semantics.cel import device_view
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
+from deckhouse_gpu.services.allocation.config_admission import review
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
 from testkit.gpu_objects import ready_card
 from tests.module.deviceclass_examples import ALLOWED_FUNCTIONS, CLASSES, DEVICE_FIELDS, selectors_of
 from tests.module.test_opaque_config_webhook import sent

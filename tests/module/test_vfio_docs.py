@@ -20,15 +20,15 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from deckhouse_gpu.domain.cel import device_view
 from deckhouse_gpu.domain.config.opaque_types import DRIVER
 from deckhouse_gpu.domain.prepare import vfio
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.domain.prepare.vfio import CardGroup, PciFunction, PodRef
 from deckhouse_gpu.domain.prepare.vfio_payload import payload
-from deckhouse_gpu.services.config_admission import review
-from deckhouse_gpu.services.slice_preview import render_nodes
-from deckhouse_gpu.services.vfio_release import NOT_BACK
+from deckhouse_gpu.k8s_semantics.cel import device_view
+from deckhouse_gpu.services.allocation.config_admission import review
+from deckhouse_gpu.services.prepare.vfio_release import NOT_BACK
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
 from testkit.gpu_objects import ready_card
 from tests.module.deviceclass_examples import ALLOWED_FUNCTIONS, DEVICE_FIELDS, selectors_of
 from tests.support.k8s_versions import SCHEMA_VERSIONS

@@ -26,20 +26,20 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
-from deckhouse_gpu.domain.allocation.claims import parse_claim, parse_classes
-from deckhouse_gpu.domain.allocation.model import build_inventory
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search import Allocator
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import AllocatedState
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
-from deckhouse_gpu.domain.inventory.device_health import TAINT_KEY
+from deckhouse_gpu.domain.inventory.health.device_health import TAINT_KEY
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.class_demand import demand_of
 from deckhouse_gpu.domain.offers.device_taints import tainted
 from deckhouse_gpu.domain.offers.model import DeviceTaint, OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
+from deckhouse_gpu.k8s_semantics.resources.claims import parse_claim, parse_classes
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 from testkit.gpu_objects import ready_card
 
 DRIVER = "gpu.deckhouse.io"

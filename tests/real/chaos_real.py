@@ -49,7 +49,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from testkit.real_cluster import VERSIONS, ApiError, AssetsMissing, RealCluster, binaries, kubeconfig_text
 from testkit.tcp_proxy import TcpProxy

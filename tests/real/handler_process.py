@@ -19,10 +19,10 @@ import argparse
 import sys
 import threading
 
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.cmd import handler_wiring
+from deckhouse_gpu.cmd.gpu_handler import wiring as handler_wiring
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.simulator import gpu_handler
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 
 _made: list[SimulatedNVML] = []
 _ready = threading.Event()

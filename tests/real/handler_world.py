@@ -37,11 +37,11 @@ from typing import IO, Any
 
 import yaml
 
-from deckhouse_gpu.adapters.sim.gpu_catalog import OTHER_DEVICES
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
 from deckhouse_gpu.domain.naming import physical_gpu_name
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
+from deckhouse_gpu.simulator.host.gpu_catalog import OTHER_DEVICES
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.sim_card_settings import SimCardSettings
 from testkit.real_cluster import ApiError, RealCluster
 from testkit.real_kubelet import Kubelet
 
@@ -239,7 +239,7 @@ class HandlerNode:
         # The node's PhysicalGPUs as in production: gpu-node-agent writes them from the host's sysfs
         # (and DMI: bare metal), the driver validator's DriverReady comes from gpu-controller.
         agent = subprocess.run(
-            [sys.executable, "-m", "deckhouse_gpu.cmd.node_agent", "--once", "--node-name", self.node,
+            [sys.executable, "-m", "deckhouse_gpu.cmd.gpu_node_agent", "--once", "--node-name", self.node,
              "--host-root", str(self.host_root), "--kubeconfig", str(cluster.admin_kubeconfig)],
             cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip

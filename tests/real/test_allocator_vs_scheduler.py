@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
 from testkit.real_cluster import ApiError, RealCluster
 from tests.real.allocator_diff import (
     Answer,

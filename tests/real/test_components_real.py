@@ -259,7 +259,7 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
             "--kubeconfig",
             str(agent_token.kubeconfig),
         ]
-        running.append(agent := start(NODE_AGENT, "deckhouse_gpu.cmd.node_agent", agent_args, logs))
+        running.append(agent := start(NODE_AGENT, "deckhouse_gpu.cmd.gpu_node_agent", agent_args, logs))
         agent.wait_ready()
         names = {card_name(node, address) for address in CARDS}
         cards = agent.wait_for(
@@ -285,7 +285,7 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
         running.append(
             controller := start(
                 CONTROLLER,
-                "deckhouse_gpu.cmd.controller",
+                "deckhouse_gpu.cmd.gpu_controller",
                 controller_args,
                 logs,
                 {"POD_NAME": controller_pod},
@@ -368,7 +368,7 @@ def test_the_components_run_on_their_own_tokens(real_cluster: RealCluster, short
         running.append(
             dra := start(
                 DRA_CONTROLLER,
-                "deckhouse_gpu.cmd.dra_controller",
+                "deckhouse_gpu.cmd.gpu_dra_controller.main",
                 dra_args,
                 logs,
                 {"POD_NAME": f"{DRA_CONTROLLER}-{node}"},

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
+from deckhouse_gpu.cmd.gpu_dra_controller.run import start_dra_controller
 from deckhouse_gpu.domain.gpuclass.spec import InvalidSpec, parse_spec
-from deckhouse_gpu.services.gpuclass_controller import GpuClassSettings
+from deckhouse_gpu.services.allocation.gpuclass_controller import GpuClassSettings
 from testkit.real_cluster import ApiError, RealCluster
 from tests.real.installed_module import ROOT, apply_strict
 

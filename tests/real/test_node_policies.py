@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.codec import encode
 from deckhouse_gpu.domain.naming import physical_gpu_name
 from deckhouse_gpu.domain.prepare.mps import daemon_for
 from deckhouse_gpu.domain.prepare.mps_pod import daemon_pod
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
+from deckhouse_gpu.k8s_semantics.apimachinery.codec import encode
 from testkit.real_cluster import RealCluster, collection_path, object_path
 from tests.module.helm_render_sets import RENDERED, own_containers
 from tests.real.installed_module import NAMESPACE, apply_strict, install_module

@@ -18,14 +18,14 @@ import threading
 import time
 from typing import Any
 
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.cmd.handler_wiring import follow_device_classes
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
+from deckhouse_gpu.cmd.gpu_handler.wiring import follow_device_classes
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.class_demand import demand_of
 from deckhouse_gpu.domain.offers.dropped_fields import CONSUMABLE, PARTITIONABLE
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher, node_policy
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings, SlicePublisher, node_policy
+from deckhouse_gpu.services.runtime.events import EventRecorder
 from testkit.gpu_objects import node_cards
 from testkit.real_cluster import RealCluster
 from tests.real.component_world import unique

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
+from deckhouse_gpu.cmd.gpu_dra_controller.run import start_dra_controller
 from deckhouse_gpu.domain.naming import physical_gpu_name
-from deckhouse_gpu.services.gpuclass_controller import GpuClassSettings
+from deckhouse_gpu.services.allocation.gpuclass_controller import GpuClassSettings
 from testkit.real_cluster import KUBELET_VERSIONS, ApiError, Clusters, RealCluster
 from tests.real.conftest import cluster_of
 from tests.real.handler_world import CARD_A, CARD_B, DRIVER, WHOLE_A, WHOLE_B, HandlerNode, handler_node

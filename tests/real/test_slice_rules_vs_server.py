@@ -17,7 +17,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 
-from deckhouse_gpu.domain.offers.slice_rules import validate_slice
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_slice
 from testkit.real_cluster import ApiError, RealCluster
 from tests.real.slice_cases import LAYOUTS, base, near_limit_slices
 

@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import ClientKube, load_kube
+from deckhouse_gpu.adapters.kube.kube_client import ClientKube, load_kube
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode
 from deckhouse_gpu.domain.offers.mig_profile_policy import parse_json
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_SLICES
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.node_caches import slice_selector
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.publishing.node_caches import slice_selector
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.runtime.events import EventRecorder
 from testkit.gpu_objects import ready_card
 from testkit.real_cluster import RealCluster
 

@@ -34,12 +34,12 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import load_kube
-from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.adapters.kube.kube_client import load_kube
+from deckhouse_gpu.cmd.gpu_dra_controller.run import start_dra_controller
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.sharing import ComputeMode
-from deckhouse_gpu.services.config_admission import review
-from deckhouse_gpu.services.gpuclass_controller import GpuClassSettings
+from deckhouse_gpu.services.allocation.config_admission import review
+from deckhouse_gpu.services.allocation.gpuclass_controller import GpuClassSettings
 from testkit.real_cluster import KUBELET_VERSIONS, Clusters
 from tests.real.conftest import cluster_of
 from tests.real.handler_world import (

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.services.config_admission import review
+from deckhouse_gpu.services.allocation.config_admission import review
 from testkit.real_cluster import VERSIONS, ApiError, Clusters, RealCluster
 from testkit.real_pki import Pki
 from testkit.waiting import free_port
@@ -66,7 +66,7 @@ class Webhook:
         port = free_port()
         self.controller: Component = start(
             "gpu-dra-controller",
-            "deckhouse_gpu.cmd.dra_controller",
+            "deckhouse_gpu.cmd.gpu_dra_controller.main",
             ["run", "--kubeconfig", str(cluster.admin_kubeconfig), "--no-leader-elect",
              "--namespace", self.namespace, f"--webhook-address=127.0.0.1:{port}",
              "--tls-cert-file", str(served.crt), "--tls-key-file", str(served.key)],

@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.domain.prepare.mps import daemon_for
 from deckhouse_gpu.domain.prepare.mps_pod import daemon_pod
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import EVENTS, RESOURCE_CLAIMS
-from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.prepare_world import allocate, build_world
 from testkit.real_cluster import ApiError, RealCluster, object_path
 from tests.module.helm_render_sets import RENDERED

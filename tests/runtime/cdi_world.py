@@ -26,18 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim import driver_tree
-from deckhouse_gpu.adapters.sim.gpu_catalog import OTHER_DEVICES
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.cmd import handler_wiring
-from deckhouse_gpu.cmd.plugin_wiring import build_prepare
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.cmd.gpu_handler import wiring as handler_wiring
+from deckhouse_gpu.cmd.gpu_handler.plugin_wiring import build_prepare
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare.service import PrepareService
 from deckhouse_gpu.simulator import gpu_handler as gpu_handler_sim
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host import driver_tree
+from deckhouse_gpu.simulator.host.gpu_catalog import OTHER_DEVICES
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.gpu_objects import ready_card
 from testkit.prepare_world import allocate, allocate_share
 from testkit.vfio_world import VFIO_DEVICE_CONFIG, allocate_vfio

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from deckhouse_gpu.adapters.sim import driver_tree
-from deckhouse_gpu.domain.prepare.device_metadata import CONTAINER_DIR as METADATA_DIR
+from deckhouse_gpu.domain.prepare.container.device_metadata import CONTAINER_DIR as METADATA_DIR
 from deckhouse_gpu.domain.prepare.mps import PIPE_IN_CONTAINER, SHM_IN_CONTAINER
 from deckhouse_gpu.domain.prepare.vfio_payload import CONTAINER_DIR
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
+from deckhouse_gpu.simulator.host import driver_tree
 from testkit.podman_cdi import Container, Podman, RuntimeUnavailable, check_available
 from tests.runtime.cdi_world import CARDS, CdiNode, allocate_claims, build_node, offer
 

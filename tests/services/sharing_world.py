@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
-from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
-from deckhouse_gpu.adapters.sim.sim_mps_kubelet import SimulatedKubeletMps
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import PODS, RESOURCE_CLAIMS
-from deckhouse_gpu.services.prepare import PrepareService
-from deckhouse_gpu.services.sharing_host import SharingHost
+from deckhouse_gpu.services.prepare.service import PrepareService
+from deckhouse_gpu.services.prepare.sharing_host import SharingHost
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_card_settings import SimCardSettings
+from deckhouse_gpu.simulator.host.sim_mps_kubelet import SimulatedKubeletMps
 from testkit.prepare_world import NODE, PrepareWorld
 
 A30, A30B = "0000:17:00.0", "0000:31:00.0"

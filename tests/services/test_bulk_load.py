@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The collector pause around whole-cluster loads (services/bulk_load.py), and where it applies."""
+"""The collector pause around whole-cluster loads (services/runtime/bulk_load.py), and where it applies."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import NODES, ObjectList
-from deckhouse_gpu.services.bulk_load import bulk_load
-from deckhouse_gpu.services.informer import Informer
+from deckhouse_gpu.services.runtime.bulk_load import bulk_load
+from deckhouse_gpu.services.runtime.informer import Informer
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 
 
 @pytest.fixture(autouse=True)

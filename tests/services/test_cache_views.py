@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from deckhouse_gpu.services.cache_views import node_labels_view, pod_claims_view
+from deckhouse_gpu.services.allocation.cache_views import node_labels_view, pod_claims_view
 
 
 def test_a_pod_keeps_its_claims_node_and_phase_only() -> None:

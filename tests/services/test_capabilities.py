@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.sim_nvml import Query, SimulatedNVML
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.ports.kube import EVENTS, PHYSICAL_GPUS, Unavailable
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_nvml import Query, SimulatedNVML
 
 A30, T4 = "0000:17:00.0", "0000:b1:00.0"
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.ports.kube import EVENTS, NODES
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.events import EventRecorder
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from tests.services.test_capabilities import A30, T4, make_card
 from tests.services.test_inventory_sync import make_sync
 

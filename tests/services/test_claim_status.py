@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.sim.feature_gates import gates_off
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS
-from deckhouse_gpu.services.prepare_observer import PrepareObserver
+from deckhouse_gpu.services.prepare.prepare_observer import PrepareObserver
+from deckhouse_gpu.simulator.api.feature_gates import gates_off
 from testkit.prepare_world import allocate, build_world
 
 A30, A30B = "0000:17:00.0", "0000:31:00.0"

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
-from deckhouse_gpu.services.config_admission import review
+from deckhouse_gpu.services.allocation.config_admission import review
 from tests.services.config_admission_objects import MAKERS, MPS, UID, denial, ours, request
 
 ODD_OBJECTS: list[Any] = [

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
-from deckhouse_gpu.services.config_admission import review
+from deckhouse_gpu.services.allocation.config_admission import review
 from tests.services.config_admission_objects import (
     MAKERS,
     MIG_MPS,

@@ -11,16 +11,16 @@ from datetime import UTC, datetime
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.domain.inventory.device_health import HealthReport
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.health.device_health import HealthReport
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, Unavailable
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.device_health import DeviceHealthBoard
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.publishing.device_health import DeviceHealthBoard
+from deckhouse_gpu.services.publishing.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from testkit.gpu_objects import ready_card
 from tests.services.test_capabilities import make_card
 

@@ -15,13 +15,13 @@ import pytest
 import yaml
 from prometheus_client import generate_latest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.cmd.dra_controller_run import RunningDraController, start_dra_controller
+from deckhouse_gpu.cmd.gpu_dra_controller.run import RunningDraController, start_dra_controller
 from deckhouse_gpu.domain.allocation.node_bound_claims import ALLOCATE_ON_NODE, DELETE_PROTECTION
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_CLAIMS, RESOURCE_SLICES, Conflict
-from deckhouse_gpu.services.dra_controller import DraControllerSettings
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.services.allocation.dra_controller import DraControllerSettings
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.gpu_objects import node_cards
 from testkit.waiting import wait_for
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from prometheus_client import generate_latest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.cmd.dra_controller_run import RunningDraController, start_dra_controller
+from deckhouse_gpu.cmd.gpu_dra_controller.run import RunningDraController, start_dra_controller
 from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_CLAIMS, RESOURCE_SLICES
-from deckhouse_gpu.services.dra_controller import DraControllerSettings
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.services.allocation.dra_controller import DraControllerSettings
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.gpu_objects import node_cards
 from testkit.waiting import wait_for
 

@@ -8,14 +8,19 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.domain.inventory.driver_ready import card_node, pod_node
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, Forbidden, Unavailable
-from deckhouse_gpu.services.driver_ready_reconciler import ERROR, SKIPPED, SUCCESS, DriverReadyReconciler
-from deckhouse_gpu.services.driver_ready_writer import DriverReadyWriter
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.informer import Informer
+from deckhouse_gpu.services.inventory.driver_ready_reconciler import (
+    ERROR,
+    SKIPPED,
+    SUCCESS,
+    DriverReadyReconciler,
+)
+from deckhouse_gpu.services.inventory.driver_ready_writer import DriverReadyWriter
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.informer import Informer
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from tests.support.controller_objects import (
     NAMESPACE,
     add_card,

@@ -11,18 +11,18 @@ from pathlib import Path, PurePath
 
 import pytest
 
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot, ProcNvidia
-from deckhouse_gpu.adapters.health_server import serve_health
-from deckhouse_gpu.cmd import handler
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot, ProcNvidia
+from deckhouse_gpu.adapters.process.health_server import serve_health
 from deckhouse_gpu.cmd.driver_validator import check_forever
+from deckhouse_gpu.cmd.gpu_handler import main as handler
 from deckhouse_gpu.ports.driver_files import KernelDriver
-from deckhouse_gpu.services.driver_validation import (
+from deckhouse_gpu.services.inventory.driver_validation import (
     Verdict,
     kernel_version,
     library_version,
     validate,
 )
-from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.runtime.health import HealthState
 from tests.conftest import FixedClock
 
 PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Tue Sep 23 09:54:48 UTC 2025\n"

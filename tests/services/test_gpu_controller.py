@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.cmd.controller import ControllerOptions, RunningController, start_controller
+from deckhouse_gpu.cmd.gpu_controller import ControllerOptions, RunningController, start_controller
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, Unavailable
-from deckhouse_gpu.services.gpu_controller import ControllerSettings
+from deckhouse_gpu.services.inventory.gpu_controller import ControllerSettings
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.waiting import wait_for
 from tests.support.controller_objects import (
     NAMESPACE,

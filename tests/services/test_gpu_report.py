@@ -10,8 +10,8 @@ import pytest
 
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
 from deckhouse_gpu.ports.kube import Forbidden, NotFound, Unavailable
-from deckhouse_gpu.services import gpu_report
-from deckhouse_gpu.services.cluster_reads import ClusterError, InputError
+from deckhouse_gpu.services.report import gpu_report
+from deckhouse_gpu.services.report.cluster_reads import ClusterError, InputError
 from testkit.gpu_cluster import GpuCluster
 
 

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.cmd.dra_controller_run import RunningDraController, start_dra_controller
+from deckhouse_gpu.cmd.gpu_dra_controller.run import RunningDraController, start_dra_controller
 from deckhouse_gpu.domain.gpuclass import status
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, GPU_CLASSES
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_SLICES, NotFound
-from deckhouse_gpu.services.dra_controller import DraControllerSettings
-from deckhouse_gpu.services.gpuclass_controller import GpuClassSettings
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.services.allocation.dra_controller import DraControllerSettings
+from deckhouse_gpu.services.allocation.gpuclass_controller import GpuClassSettings
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.gpu_objects import node_cards
 from testkit.waiting import wait_for
 
@@ -205,7 +205,7 @@ def test_a_class_not_ready_is_logged_at_info_without_crashing_the_reconcile(
 ) -> None:
     """Components log at info in production: a log field named like a LogRecord attribute
     ("message") made every not-Ready class's reconcile raise after its status was written."""
-    caplog.set_level("INFO", logger="deckhouse_gpu.services.gpuclass_controller")
+    caplog.set_level("INFO", logger="deckhouse_gpu.services.allocation.gpuclass_controller")
     kube.create(GPU_CLASSES, gpu_class("bad-logged", {"deviceKind": "MIG"}))
     wait_ready(kube, "bad-logged", status.INVALID_SPEC)
     wait_for(lambda: any(r.getMessage() == "GPUClass not ready" for r in caplog.records), 5, "logged")

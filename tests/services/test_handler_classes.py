@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import threading
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.cmd.handler_wiring import follow_device_classes
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.cmd.gpu_handler.wiring import follow_device_classes
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_SLICES
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
-from deckhouse_gpu.services.trigger_loop import LoopTiming
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.publishing.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.services.runtime.trigger_loop import LoopTiming
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from tests.domain.offers.test_class_demand import WHOLE, device_class, mig
 from tests.services.test_capabilities import A30, make_card
 from tests.services.test_xid_watcher import until

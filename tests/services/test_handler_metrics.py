@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
-from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.metered_ports import MeteredNVML
-from deckhouse_gpu.adapters.sim.feature_gates import gates_off
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.adapters.metrics.api_write_metrics import MeteredKube
+from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metrics.metered_ports import MeteredNVML
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, Unavailable
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.publishing.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.simulator.api.feature_gates import gates_off
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from testkit.gpu_objects import node_cards
 
 P = "d8_gpu_handler"

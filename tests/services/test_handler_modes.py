@@ -11,9 +11,9 @@ from typing import Any
 
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.trigger_loop import Trigger
+from deckhouse_gpu.services.publishing.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.services.runtime.trigger_loop import Trigger
 from testkit.prepare_world import allocate, build_world
 
 A30 = "0000:17:00.0"

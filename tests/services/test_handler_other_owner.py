@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.adapters.sim.sim_vfio import SimGpuProcesses
 from deckhouse_gpu.domain.inventory import conditions
 from deckhouse_gpu.domain.inventory.other_owner import OTHER_OWNER
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, RESOURCE_SLICES, WatchEvent
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.other_owner import OwnerBoard
-from deckhouse_gpu.services.trigger_loop import Trigger
+from deckhouse_gpu.services.publishing.other_owner import OwnerBoard
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.trigger_loop import Trigger
+from deckhouse_gpu.simulator.host.sim_vfio import SimGpuProcesses
 from testkit.prepare_world import allocate, build_world
 from tests.services.test_handler_metrics import Node
 
@@ -189,7 +189,7 @@ def test_prepare_refuses_a_held_card_and_keeps_what_was_prepared(tmp_path):
 
 def test_start_leaves_another_owners_mig_instances_alone(tmp_path):
     # A MIG manager partitioned the card for the device plugin's Pods: gpu-handler's clean-up of
-    # instances no claim owns must not take them (cmd/handler.py primes the holds before it).
+    # instances no claim owns must not take them (cmd/gpu_handler/main.py primes the holds before it).
     world = build_world(tmp_path, {A30: "a30"})
     world.mig.set_mig_mode(A30, True)
     theirs = world.mig.create_instance(A30, 14, 3)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.adapters.sim.feature_gates import gates_off
 from deckhouse_gpu.ports.kube import EVENTS, RESOURCE_SLICES
-from deckhouse_gpu.services.slice_publisher import PublisherSettings
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings
+from deckhouse_gpu.simulator.api.feature_gates import gates_off
 from tests.services.test_handler_metrics import Node
 from tests.support.allocation import World, claim_object, device_class, exactly
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """A claim's release loops over the registered features' ``FeatureRelease`` parts
-(services/host_release.py, DESIGN.md D20): phase by phase, each phase in the order the features
+(services/prepare/host_release.py, DESIGN.md D20): phase by phase, each phase in the order the features
 are registered, the CDI spec between the settings and the files; the registered features give
 back in the order the release named them in before the registry."""
 
@@ -19,7 +19,7 @@ from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
-from deckhouse_gpu.services.host_release import (
+from deckhouse_gpu.services.prepare.host_release import (
     FeatureRelease,
     HostPorts,
     Releasing,
@@ -27,9 +27,9 @@ from deckhouse_gpu.services.host_release import (
     forget,
     release,
 )
-from deckhouse_gpu.services.prepare import RELEASES
-from deckhouse_gpu.services.prepare_context import PrepareContext
-from deckhouse_gpu.services.prepare_steps import FEATURES
+from deckhouse_gpu.services.prepare.prepare_context import PrepareContext
+from deckhouse_gpu.services.prepare.prepare_steps import FEATURES
+from deckhouse_gpu.services.prepare.service import RELEASES
 
 PLAN = DevicePlan("gpu", "node-a", "gpu-0000-01-00-0", "0000:01:00.0", "Physical")
 ENTRY = ClaimEntry("uid-1", "default", "claim", "PrepareStarted", (PLAN,))

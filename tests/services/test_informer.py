@@ -6,11 +6,11 @@
 import threading
 import time
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.domain.inventory.driver_ready import pod_node
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import Unavailable
-from deckhouse_gpu.services.informer import Informer, OnChange
+from deckhouse_gpu.services.runtime.informer import Informer, OnChange
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.waiting import wait_for
 from tests.support.controller_objects import NAMESPACE, add_pod, pod, ready_status, set_pod_status
 

@@ -5,12 +5,12 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, Resource, Unavailable
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.inventory_sync import InventorySync
+from deckhouse_gpu.services.inventory.inventory_sync import InventorySync
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 
 
 @pytest.fixture

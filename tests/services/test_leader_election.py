@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
-from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
+from deckhouse_gpu.cmd.gpu_controller import ControllerOptions, start_controller
+from deckhouse_gpu.k8s_semantics.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.controller_resources import LEASES
 from deckhouse_gpu.ports.kube import EVENTS, KubeAPI, Unavailable
-from deckhouse_gpu.services.gpu_controller import ControllerSettings
-from deckhouse_gpu.services.leader_election import LeaderElector
+from deckhouse_gpu.services.inventory.gpu_controller import ControllerSettings
+from deckhouse_gpu.services.runtime.leader_election import LeaderElector
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.waiting import wait_for
 from tests.support.controller_objects import (
     add_card,

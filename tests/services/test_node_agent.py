@@ -8,18 +8,18 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, Unavailable
-from deckhouse_gpu.services.deletion_watch import start_deletion_watch
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.inventory_sync import InventorySync, SyncReport
-from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
-from deckhouse_gpu.services.trigger_loop import Trigger
+from deckhouse_gpu.services.inventory.deletion_watch import start_deletion_watch
+from deckhouse_gpu.services.inventory.inventory_sync import InventorySync, SyncReport
+from deckhouse_gpu.services.inventory.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.services.runtime.trigger_loop import Trigger
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.waiting import wait_for
 
 # Long enough that no test passes because of a periodic rescan.

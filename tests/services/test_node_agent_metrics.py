@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.metrics.api_write_metrics import MeteredKube
+from deckhouse_gpu.adapters.metrics.node_agent_metrics import NodeAgentMetrics
 from deckhouse_gpu.ports.kube import NODES, Unavailable
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.inventory_sync import InventorySync
-from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
-from deckhouse_gpu.services.trigger_loop import Trigger
+from deckhouse_gpu.services.inventory.inventory_sync import InventorySync
+from deckhouse_gpu.services.inventory.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.services.runtime.trigger_loop import Trigger
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 
 P = "d8_gpu_node_agent"
 

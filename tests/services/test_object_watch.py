@@ -8,9 +8,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import NODES, Unavailable, WatchEvent
-from deckhouse_gpu.services.object_watch import start_watch, watch_objects
+from deckhouse_gpu.services.runtime.object_watch import start_watch, watch_objects
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.waiting import wait_for
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.services.own_writes import OwnWrites
+from deckhouse_gpu.services.runtime.own_writes import OwnWrites
 
 
 def obj(name: str, version: str, **spec: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS
 from testkit.prepare_world import PrepareWorld, allocate, allocate_share, build_world

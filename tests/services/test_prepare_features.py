@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The prepare pipeline is assembled from the registered features (services/prepare_steps.py
+"""The prepare pipeline is assembled from the registered features (services/prepare/prepare_steps.py
 ``FEATURES``, DESIGN.md D20): their steps run in the order of the phases, and the CDI writer
 merges the per-device edits of every feature it is given, whatever the feature."""
 
@@ -15,8 +15,8 @@ from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
-from deckhouse_gpu.services.prepare_context import PrepareContext, PrepareFeature
-from deckhouse_gpu.services.prepare_steps import FEATURES, PREPARE_STEPS, WriteCdi
+from deckhouse_gpu.services.prepare.prepare_context import PrepareContext, PrepareFeature
+from deckhouse_gpu.services.prepare.prepare_steps import FEATURES, PREPARE_STEPS, WriteCdi
 
 PLAN = DevicePlan("gpu", "node-a", "gpu-0000-01-00-0", "0000:01:00.0", "Physical")
 OTHER = DevicePlan("gpu", "node-a", "gpu-0000-02-00-0", "0000:02:00.0", "Physical")

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
-from deckhouse_gpu.adapters.device_metadata_files import FileDeviceMetadata
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.adapters.files.claim_cdi_files import FileClaimCDI
+from deckhouse_gpu.adapters.files.device_metadata_files import FileDeviceMetadata
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare.service import PrepareService
 from testkit.prepare_world import PLUGIN_DIR, PrepareWorld, allocate, build_world
 from tests.services.sharing_world import MPS, SharingNode, share_claim
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
-from deckhouse_gpu.adapters.metered_ports import MeteredCheckpointStore, MeteredMig
-from deckhouse_gpu.adapters.node_lock import NodeLock
-from deckhouse_gpu.adapters.sim.sim_mig import MigOp
+from deckhouse_gpu.adapters.files.node_lock import NodeLock
+from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metrics.metered_ports import MeteredCheckpointStore, MeteredMig
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
-from deckhouse_gpu.services.prepare import PrepareService
-from deckhouse_gpu.services.prepare_observer import PrepareObserver
+from deckhouse_gpu.services.prepare.prepare_observer import PrepareObserver
+from deckhouse_gpu.services.prepare.service import PrepareService
+from deckhouse_gpu.simulator.host.sim_mig import MigOp
 from testkit.prepare_world import PrepareWorld, allocate, allocate_share, build_world
 from tests.services.sharing_world import SharingNode, time_slicing
 
@@ -170,7 +170,7 @@ def test_a_restarted_handler_reports_what_the_checkpoint_holds(world):
 
 def test_the_steps_a_failure_is_blamed_on_are_every_step_of_prepare():
     from deckhouse_gpu.domain.prepare.metrics import OTHER, step_reason  # noqa: PLC0415
-    from deckhouse_gpu.services.prepare_observer import STEP_NAMES  # noqa: PLC0415
+    from deckhouse_gpu.services.prepare.prepare_observer import STEP_NAMES  # noqa: PLC0415
 
     unnamed = [step for step in STEP_NAMES if step_reason(step) == OTHER]
     assert unnamed == [], "give these prepare steps a reason in domain/prepare/metrics.py"

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.sim_mig import MigOp
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS
+from deckhouse_gpu.simulator.host.sim_mig import MigOp
 from testkit.prepare_world import BOOT_ID, PrepareWorld, allocate, build_world
 
 A30, A30B = "0000:17:00.0", "0000:31:00.0"

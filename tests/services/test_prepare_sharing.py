@@ -12,8 +12,8 @@ from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import EVENTS, PODS, RESOURCE_CLAIMS
 from deckhouse_gpu.ports.sharing import ComputeMode
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare.service import PrepareService
+from deckhouse_gpu.services.runtime.events import EventRecorder
 from testkit.prepare_world import PrepareWorld, allocate, build_world
 from tests.services.sharing_world import (
     A30,

@@ -7,11 +7,11 @@ and given back at unprepare."""
 
 from __future__ import annotations
 
-from deckhouse_gpu.adapters.device_metadata_files import FileDeviceMetadata
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
+from deckhouse_gpu.adapters.files.device_metadata_files import FileDeviceMetadata
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
 from deckhouse_gpu.ports.kube import EVENTS, RESOURCE_CLAIMS
-from deckhouse_gpu.services.vfio_release import NOT_BACK
+from deckhouse_gpu.services.prepare.vfio_release import NOT_BACK
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.prepare_world import PLUGIN_DIR, allocate
 from testkit.vfio_world import VFIO_DEVICE_CONFIG, allocate_vfio, reserve_for_pod
 from tests.services.vfio_world_helpers import (

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.gpu_catalog import OTHER_DEVICES
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeError
+from deckhouse_gpu.simulator.host.gpu_catalog import OTHER_DEVICES
 from testkit.prepare_world import allocate, allocate_share
 from testkit.vfio_world import VfioWorld, allocate_vfio, reserve_for_pod, set_bare_metal
 from tests.services.vfio_world_helpers import (

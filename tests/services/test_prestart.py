@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
-from deckhouse_gpu.services.prestart import (
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot
+from deckhouse_gpu.services.publishing.prestart import (
     DriverFiles,
     DriverNotFound,
     PrestartSettings,

@@ -5,7 +5,7 @@
 
 import threading
 
-from deckhouse_gpu.services.sharing_keeper import keep_daemons_until, start_daemon_keeper
+from deckhouse_gpu.services.prepare.sharing_keeper import keep_daemons_until, start_daemon_keeper
 
 
 class Keeper:

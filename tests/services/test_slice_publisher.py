@@ -5,13 +5,13 @@ import copy
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.feature_gates import gates_off
 from deckhouse_gpu.domain.offers.dropped_fields import CONSUMABLE, PARTITIONABLE
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_SLICES
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.slice_publisher import InvalidPool, PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.publishing.slice_publisher import InvalidPool, PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.feature_gates import gates_off
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.gpu_objects import node_cards, ready_card
 
 
@@ -168,7 +168,7 @@ def test_after_a_control_plane_upgrade_the_pool_moves_to_the_new_layout(api, clo
     assert all("sharedCounters" in s["spec"] and "devices" in s["spec"] for s in slices(api))
     api.version = (1, 35)
     assert pub.publish(cards, node(api)).writes == 0  # the version is cached for a while
-    monkeypatch.setattr("deckhouse_gpu.services.slice_publisher.VERSION_TTL_SECONDS", 0.0)
+    monkeypatch.setattr("deckhouse_gpu.services.publishing.slice_publisher.VERSION_TTL_SECONDS", 0.0)
     report = pub.publish(cards, node(api))
     assert report.generation == 2
     stored = slices(api)

@@ -9,14 +9,14 @@ import threading
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.cmd.handler_wiring import follow_device_classes
+from deckhouse_gpu.cmd.gpu_handler.wiring import follow_device_classes
 from deckhouse_gpu.domain.offers.class_demand import ClassDemand, demand_of
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_SLICES, KubeError
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.gpu_objects import node_cards
 from testkit.waiting import wait_for
 from tests.domain.offers.test_class_demand import WHOLE, device_class, mig

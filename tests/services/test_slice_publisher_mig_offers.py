@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_SLICES
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.slice_preview import render_nodes
-from deckhouse_gpu.services.slice_publisher import MigOffers, PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
+from deckhouse_gpu.services.publishing.slice_publisher import MigOffers, PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.gpu_objects import node_cards
 
 

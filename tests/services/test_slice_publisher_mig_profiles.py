@@ -6,12 +6,12 @@ rule naming a profile the card lacks is said once, on the Node."""
 
 from __future__ import annotations
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from deckhouse_gpu.ports.kube import EVENTS, NODES, RESOURCE_SLICES
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.gpu_objects import node_cards
 
 H100 = "h100-sxm5-80gb"

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.services.runtime.trigger_loop import LoopTiming, PassOutcome, Trigger, TriggerLoop
 
 
 class Recorder:

@@ -11,10 +11,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any, cast
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import NODES, RESOURCE_SLICES, KubeAPI, Unavailable, WatchEvent, WatchExpired
-from deckhouse_gpu.services.informer import Informer
-from deckhouse_gpu.services.object_watch import watch_objects
+from deckhouse_gpu.services.runtime.informer import Informer
+from deckhouse_gpu.services.runtime.object_watch import watch_objects
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from testkit.waiting import wait_for
 
 

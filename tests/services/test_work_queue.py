@@ -5,7 +5,7 @@
 
 import threading
 
-from deckhouse_gpu.services.work_queue import WorkQueue
+from deckhouse_gpu.services.runtime.work_queue import WorkQueue
 
 
 class Ticks:

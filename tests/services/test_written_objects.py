@@ -7,8 +7,8 @@ real kube-apiserver of each version); this is the in-process check over many nam
 
 from __future__ import annotations
 
-from deckhouse_gpu.domain.offers.slice_rules_format import is_dns_subdomain
-from deckhouse_gpu.services.events import event_name
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules_format import is_dns_subdomain
+from deckhouse_gpu.services.runtime.events import event_name
 
 LONGEST_CARD = ("w" * 240) + "-0000-17-00-0"  # a PhysicalGPU name at the 253-character limit
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
-from deckhouse_gpu.domain.inventory.xid import XidClass
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.health.xid import XidClass
 from deckhouse_gpu.ports.kube import EVENTS, PHYSICAL_GPUS
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.xid_board import XidBoard
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.publishing.xid_board import XidBoard
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from tests.services.test_capabilities import A30, T4, health_of, make_card, status_of
 
 

@@ -13,16 +13,16 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.ports.clock import SystemClock
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.trigger_loop import LoopTiming
-from deckhouse_gpu.services.xid_watcher import XidWatcher
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.publishing.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.publishing.xid_watcher import XidWatcher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.services.runtime.trigger_loop import LoopTiming
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from tests.services.test_capabilities import A30, T4, health_of, make_card
 
 WAIT = 0.02

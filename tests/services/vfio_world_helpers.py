@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
-from deckhouse_gpu.services.prepare import PrepareService
+from deckhouse_gpu.services.prepare.service import PrepareService
 from testkit.vfio_world import VfioWorld, build_vfio_world
 
 A100, A30 = "0000:3b:00.0", "0000:5e:00.0"

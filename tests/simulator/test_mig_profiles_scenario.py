@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.scenario import ScenarioError, parse_scenario
+from deckhouse_gpu.simulator.scenario import ScenarioError, parse_scenario
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 from testkit.waiting import wait_for
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.scenario import parse_scenario
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS
 from deckhouse_gpu.simulator.cli import main, show_slices
+from deckhouse_gpu.simulator.scenario import parse_scenario
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 
 NUMA = "resource.kubernetes.io/numaNode"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 
-from deckhouse_gpu.adapters.sim.scenario import parse_scenario
 from deckhouse_gpu.domain.inventory import conditions
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS
+from deckhouse_gpu.simulator.scenario import parse_scenario
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 
 SCENARIO = """

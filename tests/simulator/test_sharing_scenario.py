@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.scenario import load_scenario
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.domain.prepare.mps_pod import daemons_selector
 from deckhouse_gpu.ports.kube import PODS, RESOURCE_CLAIMS
 from deckhouse_gpu.ports.sharing import ComputeMode
 from deckhouse_gpu.simulator.cli import main
 from deckhouse_gpu.simulator.node import SimulatedNode
 from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE
+from deckhouse_gpu.simulator.scenario import load_scenario
 from deckhouse_gpu.simulator.sharing import MPS_NAMESPACE, PLUGIN_DIR
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 

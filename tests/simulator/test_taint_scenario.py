@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.scenario import ScenarioError, parse_scenario
+from deckhouse_gpu.simulator.scenario import ScenarioError, parse_scenario
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 from deckhouse_gpu.simulator.taints import TaintWatch
 

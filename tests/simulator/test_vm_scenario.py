@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.scenario import load_scenario
-from deckhouse_gpu.domain.prepare.cdi_spec import claim_spec_file
+from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from deckhouse_gpu.simulator.cli import main
 from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE
+from deckhouse_gpu.simulator.scenario import load_scenario
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 from deckhouse_gpu.simulator.vfio import PLUGIN_DIR
 

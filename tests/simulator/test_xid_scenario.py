@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 import time
 
-from deckhouse_gpu.adapters.sim.scenario import Step, parse_scenario
 from deckhouse_gpu.simulator.cli import main
+from deckhouse_gpu.simulator.scenario import Step, parse_scenario
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 from deckhouse_gpu.simulator.taints import card_taints
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
-from deckhouse_gpu.domain.allocation.claims import Claim, DeviceClass, parse_claim, parse_classes
-from deckhouse_gpu.domain.allocation.model import build_inventory
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search import Allocator, Outcome
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import AllocatedState
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator, Outcome
+from deckhouse_gpu.k8s_semantics.resources.claims import Claim, DeviceClass, parse_claim, parse_classes
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 
 DRIVER = "gpu.deckhouse.io"
 IS_GPU = f'device.attributes["{DRIVER}"].kind == "gpu"'

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 
 NAMESPACE = "d8-gpu"
 SELECTOR_LABELS = {"app": "nvidia-driver-validator"}

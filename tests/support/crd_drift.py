@@ -10,7 +10,7 @@ import types
 import typing
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.codec import field_key
+from deckhouse_gpu.k8s_semantics.apimachinery.codec import field_key
 from tests.support.crd_schema import Schema
 
 

@@ -4,7 +4,7 @@
 """DRA device selectors for the tests: a thin layer over the module's engine (domain/cel).
 
 It keeps the tests' older spelling (``Selector(expression)``, ``device_view(device, driver)``); new
-tests use :class:`deckhouse_gpu.domain.cel.SelectorEngine` directly.
+tests use :class:`deckhouse_gpu.k8s_semantics.cel.SelectorEngine` directly.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deckhouse_gpu.domain.cel import MAX_EXPRESSION_BYTES, DeviceView, SelectorEngine, SelectorError
-from deckhouse_gpu.domain.cel import device_view as _device_view
+from deckhouse_gpu.k8s_semantics.cel import MAX_EXPRESSION_BYTES, DeviceView, SelectorEngine, SelectorError
+from deckhouse_gpu.k8s_semantics.cel import device_view as _device_view
 
 __all__ = ["MAX_EXPRESSION_BYTES", "DeviceView", "Selector", "SelectorError", "device_view", "selects"]
 

@@ -23,7 +23,7 @@ from typing import Any
 import pynvml
 import pytest
 
-from deckhouse_gpu.adapters.nvml_real import RealNVML
+from deckhouse_gpu.adapters.nvml.nvml_real import RealNVML
 from tests.support.fake_nvml_cards import (
     A30_PROFILES,
     CI_PROFILE_SLICES,

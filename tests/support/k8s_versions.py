@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """The Kubernetes versions whose OpenAPI schemas every object the module emits is checked against:
-each version the module knows (deckhouse_gpu/domain/kube_versions.py, KUBERNETES-FACTS.md F10), in the form
+each version the module knows (deckhouse_gpu/k8s_semantics/versions.py, KUBERNETES-FACTS.md F10), in the form
 kubernetes-validate names its schemas.
 
 Stays beside the real tier (tests/real): no ported rule here, only the version list, and the
@@ -10,7 +10,7 @@ schema checks it drives are the only judge of 1.37, for which there is no server
 
 from __future__ import annotations
 
-from deckhouse_gpu.domain.kube_versions import KNOWN_MINORS, KNOWN_VERSIONS
+from deckhouse_gpu.k8s_semantics.versions import KNOWN_MINORS, KNOWN_VERSIONS
 
 SCHEMA_VERSIONS = tuple(f"{version}.0" for version in KNOWN_VERSIONS)
 MINORS = KNOWN_MINORS

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from deckhouse_gpu.adapters.kube_client import ClientKube, load_kube
-from deckhouse_gpu.adapters.kube_transport import in_cluster_transport
+from deckhouse_gpu.adapters.kube.kube_client import ClientKube, load_kube
+from deckhouse_gpu.adapters.kube.kube_transport import in_cluster_transport
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, Resource
 from testkit import kubeconfig as support_kubeconfig
 from testkit.fake_apiserver import FakeApiServer, RecordedRequest

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
 from deckhouse_gpu.ports.kube import Resource
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 
 # Namespaced, without a status subresource: status is an ordinary field there.
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", namespaced=True)

@@ -106,12 +106,12 @@ def running(cluster: GpuCluster, workdir: Path) -> Iterator[list[Target]]:
         common = ("--kubeconfig", kubeconfig, "--namespace", NAMESPACE, "--listen-address", "127.0.0.1:0")
         processes = [
             _process(
-                "deckhouse_gpu.cmd.controller", *common,
+                "deckhouse_gpu.cmd.gpu_controller", *common,
                 "--metrics-address", f"127.0.0.1:{ports['gpu-controller']}",
                 log=workdir / "gpu-controller.log",
             ),
             _process(
-                "deckhouse_gpu.cmd.dra_controller", "run", *common,
+                "deckhouse_gpu.cmd.gpu_dra_controller.main", "run", *common,
                 "--metrics-address", f"127.0.0.1:{ports['gpu-dra-controller']}",
                 "--no-webhook", "--k8s-version", "1.35",
                 log=workdir / "gpu-dra-controller.log",

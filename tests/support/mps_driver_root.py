@@ -8,7 +8,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from deckhouse_gpu.adapters.sim.driver_tree import link, write
+from deckhouse_gpu.simulator.host.driver_tree import link, write
 
 LIB = "usr/lib/x86_64-linux-gnu"
 

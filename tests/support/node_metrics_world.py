@@ -37,29 +37,29 @@ from typing import Any
 
 import prometheus_client
 
-from deckhouse_gpu.adapters.api_write_metrics import MeteredKube
-from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.metered_ports import MeteredCheckpointStore, MeteredMig, MeteredNVML
-from deckhouse_gpu.adapters.metrics_server import serve_metrics
-from deckhouse_gpu.adapters.node_agent_metrics import NodeAgentMetrics
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.sim_mig import MigOp
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.metrics.api_write_metrics import MeteredKube
+from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metrics.metered_ports import MeteredCheckpointStore, MeteredMig, MeteredNVML
+from deckhouse_gpu.adapters.metrics.node_agent_metrics import NodeAgentMetrics
+from deckhouse_gpu.adapters.process.metrics_server import serve_metrics
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.domain.naming import mig_name, physical_name
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, RESOURCE_CLAIMS, Conflict, Unavailable
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.inventory_sync import InventorySync
-from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
-from deckhouse_gpu.services.prepare import PrepareService
-from deckhouse_gpu.services.prepare_observer import PrepareObserver
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.inventory.inventory_sync import InventorySync
+from deckhouse_gpu.services.inventory.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.prepare.prepare_observer import PrepareObserver
+from deckhouse_gpu.services.prepare.service import PrepareService
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.publishing.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.sim_mig import MigOp
 from testkit.prepare_world import NODE, PrepareWorld, allocate, allocate_share, build_world
 from tests.support.prometheus_server import Target
 

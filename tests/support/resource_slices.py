@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from deckhouse_gpu.domain.offers.slice_rules import Problem, validate_slice
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import Problem, validate_slice
 
 DRIVER = "gpu.deckhouse.io"
 POOL = "gpus/node-1"

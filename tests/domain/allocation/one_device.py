@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.claims import Alternative, Claim
-from deckhouse_gpu.domain.allocation.gather import Pool
-from deckhouse_gpu.domain.allocation.model import Device
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search_pass import SearchPass
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.allocator.gather import Pool
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search_pass import SearchPass
+from deckhouse_gpu.k8s_semantics.resources.claims import Alternative, Claim
+from deckhouse_gpu.k8s_semantics.resources.model import Device
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.support.allocation import DRIVER, World, claim_object, exactly, resource_slice
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.support.allocation import claim_object, device, device_class, exactly
 
 V134 = Semantics("1.34")

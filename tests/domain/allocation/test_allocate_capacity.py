@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.domain.allocation.small_slices import MIG_CLASSES, V135, share
 from tests.support.allocation import World, claim_object, device, exactly, resource_slice
 

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from deckhouse_gpu.domain.allocation.claims import ClaimError
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.claims import ClaimError
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.domain.allocation.small_slices import V135, gpus, share
 from tests.support.allocation import (
     World,
@@ -76,7 +76,7 @@ def test_a_selector_that_fails_to_evaluate_is_an_error_not_a_misfit() -> None:
 
 
 def test_the_inventory_builder_parses_only_changed_slices() -> None:
-    from deckhouse_gpu.domain.allocation.model import InventoryBuilder  # noqa: PLC0415
+    from deckhouse_gpu.k8s_semantics.resources.model import InventoryBuilder  # noqa: PLC0415
 
     first = resource_slice("a", gpus("x"))
     second = resource_slice("b", gpus("y"))

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.allocation.semantics import Semantics
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from testkit.gpu_objects import ready_card
 from tests.support.allocation import World, claim_object, device, device_class, exactly, resource_slice
 from tests.support.k8s_versions import MINORS

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.domain.allocation.small_slices import V134, V135, gpus
 from tests.support.allocation import World, claim_object, device, exactly, resource_slice
 

@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.support.allocation import World, claim_object, device, device_class, exactly, resource_slice
 
 KINDS = ("a", "b")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.domain.allocation.small_slices import V134, V135
 from tests.support.allocation import World, claim_object, device, exactly, first_available, resource_slice
 

@@ -20,8 +20,8 @@ from deckhouse_gpu.domain.allocation.audit import (
     audit,
 )
 from deckhouse_gpu.domain.allocation.card_sharing import card_sharing
-from deckhouse_gpu.domain.allocation.model import build_inventory
 from deckhouse_gpu.domain.config.opaque_types import LEGACY_API_VERSION
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
 from tests.support.allocation import device, resource_slice
 
 CARD = "0000:3b:00.0"

@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.domain.allocation.capacity_of import CapacityCounter, Count, probe
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
-from deckhouse_gpu.domain.allocation.claims import ClaimError, DeviceClass, parse_claim, parse_classes
-from deckhouse_gpu.domain.allocation.model import Inventory, build_inventory
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search import Allocator
-from deckhouse_gpu.domain.allocation.search_pass import SearchPass
-from deckhouse_gpu.domain.allocation.selector_groups import SelectorGroups
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import AllocatedState
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator
+from deckhouse_gpu.k8s_semantics.allocator.search_pass import SearchPass
+from deckhouse_gpu.k8s_semantics.allocator.selector_groups import SelectorGroups
+from deckhouse_gpu.k8s_semantics.resources.claims import ClaimError, DeviceClass, parse_claim, parse_classes
+from deckhouse_gpu.k8s_semantics.resources.model import Inventory, build_inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
 from testkit.gpu_cluster import example_classes
 from testkit.gpu_objects import node_cards
 from tests.support.allocation import DRIVER, device, device_class, resource_slice

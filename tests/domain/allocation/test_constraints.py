@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.allocation import constraints
-from deckhouse_gpu.domain.allocation.reasons import Rule
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.allocator import constraints
+from deckhouse_gpu.k8s_semantics.allocator.reasons import Rule
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.domain.allocation.one_device import Judged, judge
 from tests.support.allocation import DRIVER, device, exactly
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.domain.allocation import counters
-from deckhouse_gpu.domain.allocation.reasons import Reason, Rule
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.allocator import counters
+from deckhouse_gpu.k8s_semantics.allocator.reasons import Reason, Rule
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.domain.allocation.one_device import Judged, judge
 from tests.support.allocation import device
 

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deckhouse_gpu.domain.allocation import constraints, counters, rules
 from deckhouse_gpu.domain.allocation.explain import device_reason, explain
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.reasons import Reason, Rule
-from deckhouse_gpu.domain.allocation.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.allocator import constraints, counters, rules
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.reasons import Reason, Rule
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.domain.allocation.one_device import Judged
 from tests.support.allocation import (
     DRIVER,

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.allocation import rules
-from deckhouse_gpu.domain.allocation.checks import SelectorFailure
-from deckhouse_gpu.domain.allocation.reasons import Rule
-from deckhouse_gpu.domain.allocation.search_pass import Placed
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
+from deckhouse_gpu.k8s_semantics.allocator import rules
+from deckhouse_gpu.k8s_semantics.allocator.checks import SelectorFailure
+from deckhouse_gpu.k8s_semantics.allocator.reasons import Rule
+from deckhouse_gpu.k8s_semantics.allocator.search_pass import Placed
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.domain.allocation.one_device import judge
 from tests.support.allocation import DRIVER, IS_GPU, device, device_class, exactly
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
-from deckhouse_gpu.domain.allocation.checks import SelectorFailure
-from deckhouse_gpu.domain.allocation.model import Device, build_inventory
-from deckhouse_gpu.domain.allocation.selector_groups import FAILS, SelectorGroups
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.checks import SelectorFailure
+from deckhouse_gpu.k8s_semantics.allocator.selector_groups import FAILS, SelectorGroups
+from deckhouse_gpu.k8s_semantics.resources.model import Device, build_inventory
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
 from testkit.gpu_cluster import example_classes
 from testkit.gpu_objects import node_cards
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.allocation.model import build_inventory, parse_slice
-from deckhouse_gpu.domain.allocation.slice_parts import SliceParts
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory, parse_slice
+from deckhouse_gpu.k8s_semantics.resources.slice_parts import SliceParts
 from tests.support.allocation import device, resource_slice
 
 MIG = {"memory": "10Gi", "memory-slice-0": "1", "multiprocessors": "16"}

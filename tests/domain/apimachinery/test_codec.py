@@ -6,13 +6,6 @@ from enum import StrEnum
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.codec import (
-    DecodeError,
-    decode,
-    encode,
-    json_name,
-    openapi_schema,
-)
 from deckhouse_gpu.domain.inventory.physicalgpu import (
     Condition,
     ConditionStatus,
@@ -20,6 +13,13 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     MigProfile,
     NvidiaCapabilities,
     PhysicalGPUStatus,
+)
+from deckhouse_gpu.k8s_semantics.apimachinery.codec import (
+    DecodeError,
+    decode,
+    encode,
+    json_name,
+    openapi_schema,
 )
 
 

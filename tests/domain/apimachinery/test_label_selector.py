@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.label_selector import (
+from deckhouse_gpu.k8s_semantics.apimachinery.label_selector import (
     EVERYTHING,
     Operator,
     Requirement,

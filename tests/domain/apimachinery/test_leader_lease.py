@@ -5,7 +5,7 @@
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.leader_lease import (
+from deckhouse_gpu.k8s_semantics.apimachinery.leader_lease import (
     Action,
     LeaseRecord,
     LeaseTimings,

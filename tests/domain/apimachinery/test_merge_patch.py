@@ -3,7 +3,7 @@
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.merge_patch import apply_patch, create_patch
+from deckhouse_gpu.k8s_semantics.apimachinery.merge_patch import apply_patch, create_patch
 
 CASES = [
     ({}, {}),

@@ -24,7 +24,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from kubernetes.utils.quantity import parse_quantity
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity, QuantityError
 from tests.support.fuzzing import fuzz
 
 _EXPONENT_AND_SUFFIX = re.compile(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deckhouse_gpu.domain.cel import DeviceView, SelectorEngine, device_view
+from deckhouse_gpu.k8s_semantics.cel import DeviceView, SelectorEngine, device_view
 
 DRIVER = "gpu.example.com"
 DEVICE: dict[str, Any] = {

@@ -34,9 +34,9 @@ from celpy import celtypes
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from deckhouse_gpu.domain.cel import SelectorEngine, SelectorError, device_view
-from deckhouse_gpu.domain.cel.engine import compile_value
-from deckhouse_gpu.domain.cel.values import Uint, unkey
+from deckhouse_gpu.k8s_semantics.cel import SelectorEngine, SelectorError, device_view
+from deckhouse_gpu.k8s_semantics.cel.engine import compile_value
+from deckhouse_gpu.k8s_semantics.cel.values import Uint, unkey
 from tests.domain.cel.cel_expressions import DRIVER, Scope, devices, expression
 from tests.support.fuzzing import fuzz
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.domain import cel as cel_package
-from deckhouse_gpu.domain.cel import (
+from deckhouse_gpu.k8s_semantics import cel as cel_package
+from deckhouse_gpu.k8s_semantics.cel import (
     MAX_COST,
     MAX_EXPRESSION_BYTES,
     CompiledSelector,
     SelectorEngine,
     SelectorError,
 )
-from deckhouse_gpu.domain.cel.engine import compile_value
-from deckhouse_gpu.domain.cel.values import Uint
+from deckhouse_gpu.k8s_semantics.cel.engine import compile_value
+from deckhouse_gpu.k8s_semantics.cel.values import Uint
 from tests.domain.cel.sample_device import ENGINE, A, C, evaluate
 
 # --- compile-time errors ----------------------------------------------------------------------------

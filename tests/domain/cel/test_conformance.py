@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.cel import SelectorError
-from deckhouse_gpu.domain.cel.engine import compile_value
-from deckhouse_gpu.domain.cel.values import unkey
+from deckhouse_gpu.k8s_semantics.cel import SelectorError
+from deckhouse_gpu.k8s_semantics.cel.engine import compile_value
+from deckhouse_gpu.k8s_semantics.cel.values import unkey
 from tests.domain.cel.conformance import ALL_CASES
 from tests.domain.cel.conformance.expected_failures import EXPECTED_FAILURES
 from tests.domain.cel.conformance.spec import Case

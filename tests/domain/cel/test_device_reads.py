@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.cel import SelectorEngine, SelectorError, device_view
-from deckhouse_gpu.domain.cel.device_reads import ReadPlan
+from deckhouse_gpu.k8s_semantics.cel import SelectorEngine, SelectorError, device_view
+from deckhouse_gpu.k8s_semantics.cel.device_reads import ReadPlan
 from tests.domain.cel.sample_device import DRIVER
 
 ENGINE = SelectorEngine()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.cel import SelectorEngine, SelectorError, device_view
+from deckhouse_gpu.k8s_semantics.cel import SelectorEngine, SelectorError, device_view
 from tests.domain.cel.sample_device import DEVICE, DRIVER, A, C, evaluate
 
 # --- the device variable (KUBERNETES-FACTS.md F3.1) ----------------------------------------------------

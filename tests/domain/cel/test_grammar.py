@@ -15,10 +15,10 @@ from pathlib import Path
 import lark
 from celpy.celparser import CELParser
 
-from deckhouse_gpu.domain.cel import compile_base, compile_operators
-from deckhouse_gpu.domain.cel.compile_base import GRAMMAR_RULES, GRAMMAR_TERMINALS
-from deckhouse_gpu.domain.cel.compiler import Compiler
-from deckhouse_gpu.domain.cel.typecheck import ARITHMETIC_TYPES
+from deckhouse_gpu.k8s_semantics.cel.compiler import compile_base, compile_operators
+from deckhouse_gpu.k8s_semantics.cel.compiler.compile_base import GRAMMAR_RULES, GRAMMAR_TERMINALS
+from deckhouse_gpu.k8s_semantics.cel.compiler.compiler import Compiler
+from deckhouse_gpu.k8s_semantics.cel.compiler.typecheck import ARITHMETIC_TYPES
 
 ROOT = Path(__file__).resolve().parents[3]
 PINNED = "0.5.0"
@@ -54,7 +54,8 @@ def grammar_problems(rules: set[str], terminals: set[str]) -> list[str]:
         problems.append(f"the grammar rules domain/cel/compile_*.py dispatch on: {_changed(known, rules)}")
     if not terminals >= GRAMMAR_TERMINALS:
         problems.append(
-            f"the grammar terminals domain/cel/literals.py reads: {_changed(GRAMMAR_TERMINALS, terminals)}"
+            "the grammar terminals k8s_semantics/cel/compiler/literals.py reads: "
+            f"{_changed(GRAMMAR_TERMINALS, terminals)}"
         )
     return problems
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.domain.cel import Semver
+from deckhouse_gpu.k8s_semantics.cel import Semver
 from tests.domain.cel.sample_device import C, evaluate
 
 # --- the Kubernetes quantity and semver libraries ----------------------------------------------------

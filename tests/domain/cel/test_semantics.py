@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.domain.cel import SelectorError
+from deckhouse_gpu.k8s_semantics.cel import SelectorError
 from tests.domain.cel.sample_device import ENGINE, VIEW, A, evaluate
 
 # --- CEL semantics -----------------------------------------------------------------------------------

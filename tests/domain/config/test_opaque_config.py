@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 from deckhouse_gpu.domain.config.mps_sharing import MPS
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, Problem, decode, encode
 from deckhouse_gpu.domain.config.opaque_types import (
@@ -24,6 +23,7 @@ from deckhouse_gpu.domain.config.opaque_types import (
     device_type,
 )
 from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval, TimeSlicing
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
 from tests.domain.config.opaque_config_params import gpu, mig, mps, respell
 
 VALID: list[tuple[str, Any, Any]] = [

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
-from deckhouse_gpu.domain.allocation.model import build_inventory
-from deckhouse_gpu.domain.apimachinery.label_selector import parse_selector
 from deckhouse_gpu.domain.gpuclass import render
 from deckhouse_gpu.domain.gpuclass.matching import card_uuids, matching
 from deckhouse_gpu.domain.gpuclass.spec import parse_spec
-from deckhouse_gpu.services.slice_preview import render_nodes
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.apimachinery.label_selector import parse_selector
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
+from deckhouse_gpu.services.publishing.slice_preview import render_nodes
 from testkit.gpu_objects import node_cards
 from tests.module.deviceclass_examples import ALLOWED_FUNCTIONS
 

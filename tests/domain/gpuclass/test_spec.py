@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 from deckhouse_gpu.domain.gpuclass.spec import DeviceKind, InvalidSpec, Strategy, parse_spec
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
 
 
 def problems(spec: Any) -> list[str]:

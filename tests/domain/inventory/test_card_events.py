@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.domain.inventory import hardware_health as health
-from deckhouse_gpu.domain.inventory.card_events import driver_event, health_event
+from deckhouse_gpu.domain.inventory.health import hardware_health as health
+from deckhouse_gpu.domain.inventory.health.card_events import driver_event, health_event
 from deckhouse_gpu.domain.inventory.physicalgpu import ConditionStatus
 
 ADDRESS = "0000:17:00.0"

@@ -3,8 +3,6 @@
 
 from dataclasses import replace
 
-from deckhouse_gpu.adapters.sim.gpu_catalog import pci_ids_text
-from deckhouse_gpu.domain.apimachinery.merge_patch import apply_patch
 from deckhouse_gpu.domain.inventory.desired import (
     agent_view,
     change_for,
@@ -14,6 +12,8 @@ from deckhouse_gpu.domain.inventory.desired import (
 from deckhouse_gpu.domain.inventory.host_facts import HostFacts, node_info
 from deckhouse_gpu.domain.inventory.pci import PciDevice
 from deckhouse_gpu.domain.inventory.pciids import parse_pci_ids
+from deckhouse_gpu.k8s_semantics.apimachinery.merge_patch import apply_patch
+from deckhouse_gpu.simulator.host.gpu_catalog import pci_ids_text
 
 IDS = parse_pci_ids(pci_ids_text(), frozenset({"10de"}))
 NODE = node_info("w1", HostFacts(None, "6.8.0", "Supermicro", "X"))

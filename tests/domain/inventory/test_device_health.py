@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.inventory.device_health import (
+from deckhouse_gpu.domain.inventory.health.device_health import (
     MAX_MESSAGE,
     DeviceHealth,
     card_health,

@@ -3,14 +3,14 @@
 
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.merge_patch import apply_patch
 from deckhouse_gpu.domain.inventory.handler_status import (
     HandlerUpdate,
     health_changed,
     status_patch,
 )
-from deckhouse_gpu.domain.inventory.hardware_health import Verdict, healthy
+from deckhouse_gpu.domain.inventory.health.hardware_health import Verdict, healthy
 from deckhouse_gpu.domain.inventory.physicalgpu import ConditionStatus
+from deckhouse_gpu.k8s_semantics.apimachinery.merge_patch import apply_patch
 
 NOW = "2026-11-21T12:00:00Z"
 STORED: dict[str, Any] = {

@@ -3,7 +3,7 @@
 
 import pytest
 
-from deckhouse_gpu.domain.inventory import hardware_health as health
+from deckhouse_gpu.domain.inventory.health import hardware_health as health
 from deckhouse_gpu.domain.inventory.physicalgpu import ConditionStatus
 
 READY = [{"type": "DriverReady", "status": "True"}]

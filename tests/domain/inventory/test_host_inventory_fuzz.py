@@ -24,18 +24,18 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
 from deckhouse_gpu.domain.inventory.desired import DesiredGPU, describe_gpu
 from deckhouse_gpu.domain.inventory.host_facts import HostFacts, node_info
 from deckhouse_gpu.domain.inventory.pci import PciDevice, parse_class_code, parse_hex_id
 from deckhouse_gpu.domain.inventory.pciids import parse_pci_ids
-from deckhouse_gpu.domain.offers.slice_rules_format import (
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules_format import (
     check_label_key,
     check_label_value,
     is_dns_subdomain,
 )
-from deckhouse_gpu.services.inventory_sync import read_host
+from deckhouse_gpu.services.inventory.inventory_sync import read_host
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from tests.support.crd_schema import CRD_FILE, load
 from tests.support.fuzzing import fuzz, mostly
 from tests.support.openapi_validator import validate

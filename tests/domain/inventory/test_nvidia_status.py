@@ -1,7 +1,6 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-from deckhouse_gpu.domain.apimachinery.codec import decode
 from deckhouse_gpu.domain.inventory.nvidia_status import memory_slice_count, nvidia_view
 from deckhouse_gpu.domain.inventory.nvml_snapshot import (
     DeviceSnapshot,
@@ -10,6 +9,7 @@ from deckhouse_gpu.domain.inventory.nvml_snapshot import (
     Placement,
 )
 from deckhouse_gpu.domain.inventory.physicalgpu import Capabilities, NvidiaState
+from deckhouse_gpu.k8s_semantics.apimachinery.codec import decode
 
 
 def profile(pid, name, slices, count, placements, memory=5952, sms=14):

@@ -1,8 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-from deckhouse_gpu.adapters.sim.gpu_catalog import pci_ids_text
 from deckhouse_gpu.domain.inventory.pciids import parse_pci_ids
+from deckhouse_gpu.simulator.host.gpu_catalog import pci_ids_text
 
 SAMPLE = """\
 # comment

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from deckhouse_gpu.domain.inventory import xid
-from deckhouse_gpu.domain.inventory.card_events import health_event
-from deckhouse_gpu.domain.inventory.hardware_health import REASON_XID
+from deckhouse_gpu.domain.inventory.health import xid
+from deckhouse_gpu.domain.inventory.health.card_events import health_event
+from deckhouse_gpu.domain.inventory.health.hardware_health import REASON_XID
+from deckhouse_gpu.domain.inventory.health.xid import XidClass
 from deckhouse_gpu.domain.inventory.physicalgpu import ConditionStatus
-from deckhouse_gpu.domain.inventory.xid import XidClass
 
 ADDRESS = "0000:17:00.0"
 

@@ -4,7 +4,7 @@
 """The published counters admit exactly the sets of devices the full layout admitted, and exactly
 the sets the driver can create together (docs/internal/DESIGN.md D2 a; domain/offers/counter_layout.py).
 
-For every MIG model of the simulator's catalog (adapters/sim/nvml_models), every multiset of one
+For every MIG model of the simulator's catalog (simulator/host/nvml_models), every multiset of one
 card's offers (the whole card and each MIG placement, any of them any number of times: the
 scheduler's counter accounting may hold a device twice, F4.4 quirk a) is judged three ways:
 
@@ -32,14 +32,14 @@ from typing import Literal
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.nvml_data import known_models, load_model
-from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule, for_node
 from deckhouse_gpu.domain.offers.model import CardOffers, Offer, OfferPolicy
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.ports.mig import MigError
+from deckhouse_gpu.simulator.host.nvml_data import known_models, load_model
+from deckhouse_gpu.simulator.host.sim_mig import SimulatedMig
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from testkit.gpu_objects import ready_card
 
 ADDRESS = "0000:17:00.0"

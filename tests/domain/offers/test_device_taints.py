@@ -20,7 +20,7 @@ from deckhouse_gpu.domain.offers.device_taints import (
 from deckhouse_gpu.domain.offers.dropped_fields import DEVICE_TAINTS, dropped_features
 from deckhouse_gpu.domain.offers.model import CardOffers, DeviceTaint, Offer, OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import layout, render
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from testkit.gpu_objects import ready_card
 
 ADDRESS = "0000:17:00.0"
@@ -56,7 +56,7 @@ def card_with_health(status: str, reason: str, message: str = "", model: str = "
         ("False", "EccErrors", "uncorrectable ECC errors", ("EccErrors", "NoSchedule")),
         ("False", "", "", ("Unhealthy", "NoSchedule")),
         ("False", "odd reason: " + "x" * 80, "", None),  # checked below: made a label value
-        # Fatal Xid errors (domain/inventory/xid.py): evicting when the card is lost or needs a
+        # Fatal Xid errors (domain/inventory/health/xid.py): evicting when the card is lost or needs a
         # reset now, NoSchedule when it may finish its work first.
         ("False", "XidError", "Xid 79 (GPU has fallen off the bus): ...", ("GPULost", "NoExecute")),
         ("False", "XidError", "Xid 48 (double-bit ECC error): ...", ("GPUResetRequired", "NoExecute")),

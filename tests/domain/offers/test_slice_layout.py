@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.adapters.sim.gpu_catalog import GPU_MODELS
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import LayoutError, layout, pool_name, render
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
+from deckhouse_gpu.simulator.host.gpu_catalog import GPU_MODELS
 from testkit.gpu_objects import node_cards, ready_card
 
 POLICIES = {

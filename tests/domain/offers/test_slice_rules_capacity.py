@@ -7,7 +7,11 @@ from fractions import Fraction
 
 import pytest
 
-from deckhouse_gpu.domain.offers.slice_rules import integer_value, parse_quantity, validate_slice
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import (
+    integer_value,
+    parse_quantity,
+    validate_slice,
+)
 from tests.support.resource_slices import assert_only, devices_slice_135, slice_134
 
 GI = 2**30

@@ -5,7 +5,7 @@
 
 import pytest
 
-from deckhouse_gpu.domain.offers.slice_rules import validate_slice
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_slice
 from tests.support.resource_slices import D, assert_only, check_first_device, devices_slice_135, slice_134
 
 

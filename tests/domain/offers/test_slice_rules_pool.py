@@ -5,7 +5,7 @@
 
 import pytest
 
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from tests.support.resource_slices import (
     assert_only,
     consumes,

@@ -13,12 +13,12 @@ import pytest
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import device_json, render
-from deckhouse_gpu.domain.offers.slice_rules import validate_pool
 from deckhouse_gpu.domain.offers.vfio_offers import offered, on_vfio, vfio_card_offers
 from deckhouse_gpu.domain.prepare.active_modes import active_modes
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
+from deckhouse_gpu.domain.prepare.container.published_attributes import published_attributes
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
-from deckhouse_gpu.domain.prepare.published_attributes import published_attributes
+from deckhouse_gpu.k8s_semantics.resourceslice.slice_rules import validate_pool
 from testkit.gpu_objects import ready_card
 
 A100 = "0000:3b:00.0"

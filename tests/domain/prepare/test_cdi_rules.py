@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from deckhouse_gpu.domain.prepare.cdi_rules import (
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import (
     KNOWN_VERSIONS,
     is_device_name,
     required_version,

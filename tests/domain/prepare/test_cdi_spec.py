@@ -3,8 +3,7 @@
 
 import pytest
 
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
-from deckhouse_gpu.domain.prepare.cdi_spec import (
+from deckhouse_gpu.domain.prepare.container.cdi_spec import (
     BASE_SPEC_FILE,
     KIND,
     CardNode,
@@ -22,6 +21,7 @@ from deckhouse_gpu.domain.prepare.cdi_spec import (
     host_path,
     qualified_id,
 )
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
 
 LIB = "/usr/lib/x86_64-linux-gnu"
 VERSION = "580.82.07"

@@ -11,8 +11,8 @@ import pytest
 from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
-from deckhouse_gpu.domain.prepare.cdi_spec import merge_device_edits
-from deckhouse_gpu.domain.prepare.device_metadata import (
+from deckhouse_gpu.domain.prepare.container.cdi_spec import merge_device_edits
+from deckhouse_gpu.domain.prepare.container.device_metadata import (
     container_path,
     document,
     mount_edits,

@@ -8,7 +8,6 @@ from fractions import Fraction
 
 import pytest
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 from deckhouse_gpu.domain.config.mps_sharing import MPS, MpsPlan
 from deckhouse_gpu.domain.config.opaque_types import GPUConfig, MIGConfig, VFIOConfig
 from deckhouse_gpu.domain.config.sharing_strategy import SharingPlan
@@ -22,7 +21,8 @@ from deckhouse_gpu.domain.prepare.sharing import (
     share_percent,
     sharing_conflicts,
 )
-from deckhouse_gpu.services.sharing_settle import card_time_slices
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
+from deckhouse_gpu.services.prepare.sharing_settle import card_time_slices
 
 A30_MIB = 24576
 CARD = "0000:17:00.0"

@@ -10,8 +10,6 @@ import json
 
 import pytest
 
-from deckhouse_gpu.domain.prepare.cdi_rules import validate_spec
-from deckhouse_gpu.domain.prepare.cdi_spec import CardNode, ClaimDevice, DeviceNode, claim_spec
 from deckhouse_gpu.domain.prepare.checkpoint import (
     Checkpoint,
     ClaimEntry,
@@ -20,6 +18,7 @@ from deckhouse_gpu.domain.prepare.checkpoint import (
     decode,
     encode,
 )
+from deckhouse_gpu.domain.prepare.container.cdi_spec import CardNode, ClaimDevice, DeviceNode, claim_spec
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.domain.prepare.vfio import CardGroup, PciFunction, PodRef, VfioRecord
 from deckhouse_gpu.domain.prepare.vfio_payload import (
@@ -32,6 +31,7 @@ from deckhouse_gpu.domain.prepare.vfio_payload import (
 from deckhouse_gpu.domain.prepare.vfio_payload import (
     encode as encode_payload,
 )
+from deckhouse_gpu.k8s_semantics.cdi.cdi_rules import validate_spec
 from testkit.gpu_objects import ready_card
 from tests.domain.prepare.test_cdi_spec import driver_files
 

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from deckhouse_gpu.domain.allocation.model import build_inventory
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import allocated_state
 from deckhouse_gpu.domain.inventory.physicalgpu import DriverType
 from deckhouse_gpu.domain.report.cards import (
     IDLE,
@@ -22,6 +19,9 @@ from deckhouse_gpu.domain.report.cards import (
     counters_left,
 )
 from deckhouse_gpu.domain.report.holders import device_index
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import allocated_state
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, RESOURCE_SLICES
 from testkit.gpu_cluster import GpuCluster
 

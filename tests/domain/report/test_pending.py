@@ -5,13 +5,6 @@
 
 from __future__ import annotations
 
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
-from deckhouse_gpu.domain.allocation.claims import parse_claim, parse_classes
-from deckhouse_gpu.domain.allocation.model import build_inventory
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search import Allocator
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import allocated_state
 from deckhouse_gpu.domain.report.holders import claim_ref, device_index, holders
 from deckhouse_gpu.domain.report.pending import PodExplanation, explain_pod, nodes_to_try
 from deckhouse_gpu.domain.report.pod_claims import (
@@ -22,6 +15,13 @@ from deckhouse_gpu.domain.report.pod_claims import (
     pod_claims,
     template_names,
 )
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator
+from deckhouse_gpu.k8s_semantics.resources.claims import parse_claim, parse_classes
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import allocated_state
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES, PODS, RESOURCE_CLAIM_TEMPLATES
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, RESOURCE_SLICES
 from testkit.gpu_cluster import GpuCluster

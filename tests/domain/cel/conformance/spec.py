@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from deckhouse_gpu.domain.cel.values import CelType, Uint
+from deckhouse_gpu.k8s_semantics.cel.values import CelType, Uint
 
 SOURCE: Final = "google/cel-spec tests/simple/testdata"
 U = Uint

@@ -17,13 +17,13 @@ import os
 import threading
 from collections.abc import Callable
 
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot, ProcNvidia
-from deckhouse_gpu.adapters.health_server import serve_health
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot, ProcNvidia
+from deckhouse_gpu.adapters.process.health_server import serve_health
 from deckhouse_gpu.cmd.process import listen_address, stop_on_signals
 from deckhouse_gpu.ports.clock import Clock, SystemClock
 from deckhouse_gpu.ports.driver_files import DriverTree, KernelView
-from deckhouse_gpu.services.driver_validation import Verdict, validate
-from deckhouse_gpu.services.health import HealthState
+from deckhouse_gpu.services.inventory.driver_validation import Verdict, validate
+from deckhouse_gpu.services.runtime.health import HealthState
 
 log = logging.getLogger("gpu-handler")
 

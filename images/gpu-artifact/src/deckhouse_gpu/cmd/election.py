@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable
 
 from deckhouse_gpu.cmd.process import SHUTDOWN_SECONDS
-from deckhouse_gpu.domain.apimachinery.leader_lease import LeaseTimings
+from deckhouse_gpu.k8s_semantics.apimachinery.leader_lease import LeaseTimings
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import KubeAPI
-from deckhouse_gpu.services.leader_election import AlwaysLeader, LeaderElector, Leadership
+from deckhouse_gpu.services.runtime.leader_election import AlwaysLeader, LeaderElector, Leadership
 
 
 def time_left(deadline: float) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from deckhouse_gpu.domain.kube_versions import KNOWN_RANGE, KNOWN_VERSIONS, UnknownVersion, parse_minor
+from deckhouse_gpu.k8s_semantics.versions import KNOWN_RANGE, KNOWN_VERSIONS, UnknownVersion, parse_minor
 
 HELP = f"the API server's version, {KNOWN_RANGE}; a newer one is treated as {KNOWN_VERSIONS[-1]}"
 

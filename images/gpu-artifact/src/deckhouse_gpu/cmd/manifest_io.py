@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from deckhouse_gpu.adapters.manifest_files import load_objects
+from deckhouse_gpu.adapters.files.manifest_files import load_objects
 from deckhouse_gpu.domain.inventory import physicalgpu as pg
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from deckhouse_gpu.domain.inventory.device_health import HealthReport
+from deckhouse_gpu.domain.inventory.health.device_health import HealthReport
 
 
 class HealthSubscription(Protocol):

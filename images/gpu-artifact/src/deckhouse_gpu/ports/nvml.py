@@ -7,7 +7,7 @@ Two adapters implement ``NVML``: the real one on nvidia-ml-py (``pynvml``) and a
 driven by per-model data files. Errors say what failed, so the handler can set
 ``HardwareHealthy`` reasons (``NVMLUnavailable`` for the library or driver as a whole,
 ``NVMLQueryFailed`` for one card) without knowing NVML's return codes. ``XidEvents`` is the
-event side: waiting for the critical Xid errors the driver reports (domain/inventory/xid.py).
+event side: waiting for the critical Xid errors the driver reports (domain/inventory/health/xid.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from deckhouse_gpu.domain.prepare.cdi_spec import DeviceNode
+from deckhouse_gpu.domain.prepare.container.cdi_spec import DeviceNode
 from deckhouse_gpu.domain.prepare.vfio import PciFunction
 
 

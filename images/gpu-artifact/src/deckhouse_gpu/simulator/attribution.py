@@ -5,7 +5,7 @@
 the figures a DCGM would join to it.
 
 Each simulated node's gpu-handler measures its prepare service as ``gpu-handler run`` does
-(adapters/handler_metrics.py); its registry is served on /metrics on a loopback port, as the real
+(adapters/metrics/handler_metrics.py); its registry is served on /metrics on a loopback port, as the real
 one serves it on loopback behind its pod's kube-rbac-proxy, and read back over HTTP after each
 prepare and unprepare. The simulator has
 no DCGM: the figures here are made up per card, the same at every run, and joined as the recording
@@ -22,8 +22,8 @@ from typing import TextIO
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from deckhouse_gpu.adapters.attribution_metrics import NAME
-from deckhouse_gpu.adapters.metrics_server import serve_metrics
+from deckhouse_gpu.adapters.metrics.attribution_metrics import NAME
+from deckhouse_gpu.adapters.process.metrics_server import serve_metrics
 from deckhouse_gpu.simulator.node import SimulatedNode
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 

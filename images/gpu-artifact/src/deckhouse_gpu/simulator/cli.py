@@ -17,13 +17,13 @@ from typing import Any, TextIO
 
 import yaml
 
-from deckhouse_gpu.adapters import json_logging
-from deckhouse_gpu.adapters.sim.scenario import ScenarioError, builtin_names, load_scenario
-from deckhouse_gpu.cmd import kubectl_gpu
+from deckhouse_gpu.adapters.process import json_logging
+from deckhouse_gpu.cmd.kubectl_gpu import main as kubectl_gpu
 from deckhouse_gpu.domain.inventory.physicalgpu import PRINTER_COLUMNS
 from deckhouse_gpu.domain.inventory.printer_columns import render_table
 from deckhouse_gpu.domain.offers.model import STANDARD_DOMAIN
 from deckhouse_gpu.simulator.attribution import MetricsEndpoints, show_who_uses, step_lines
+from deckhouse_gpu.simulator.scenario import ScenarioError, builtin_names, load_scenario
 from deckhouse_gpu.simulator.simulation import SimulatedCluster
 from deckhouse_gpu.simulator.taints import TaintWatch
 

@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import TextIO
 
-from deckhouse_gpu.cmd import handler
+from deckhouse_gpu.cmd.gpu_handler import main as handler
 from deckhouse_gpu.simulator.node_hardware import SIMULATED
 
 

@@ -15,32 +15,32 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.scenario import SimNode, SimSettings, numa_node_of
-from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
 from deckhouse_gpu.domain.inventory.desired import node_selector
-from deckhouse_gpu.domain.inventory.hardware_health import HealthSettings
+from deckhouse_gpu.domain.inventory.health.hardware_health import HealthSettings
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.controller_resources import PODS
 from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, NotFound
-from deckhouse_gpu.services.capabilities import CapabilitiesPass
-from deckhouse_gpu.services.deletion_watch import start_deletion_watch
-from deckhouse_gpu.services.device_health import DeviceHealthBoard
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.handler import HandlerLoop, HandlerSettings
-from deckhouse_gpu.services.health import HealthState
-from deckhouse_gpu.services.inventory_sync import InventorySync
-from deckhouse_gpu.services.node_agent import LoopSettings, NodeAgentLoop
-from deckhouse_gpu.services.object_watch import start_watch
-from deckhouse_gpu.services.other_owner import OwnerBoard
-from deckhouse_gpu.services.prepare import PrepareService
-from deckhouse_gpu.services.slice_publisher import PublisherSettings, SlicePublisher
-from deckhouse_gpu.services.trigger_loop import TriggerLoop
-from deckhouse_gpu.services.xid_watcher import XidWatcher
+from deckhouse_gpu.services.inventory.deletion_watch import start_deletion_watch
+from deckhouse_gpu.services.inventory.inventory_sync import InventorySync
+from deckhouse_gpu.services.inventory.node_agent import LoopSettings, NodeAgentLoop
+from deckhouse_gpu.services.prepare.service import PrepareService
+from deckhouse_gpu.services.publishing.capabilities import CapabilitiesPass
+from deckhouse_gpu.services.publishing.device_health import DeviceHealthBoard
+from deckhouse_gpu.services.publishing.handler import HandlerLoop, HandlerSettings
+from deckhouse_gpu.services.publishing.other_owner import OwnerBoard
+from deckhouse_gpu.services.publishing.slice_publisher import PublisherSettings, SlicePublisher
+from deckhouse_gpu.services.publishing.xid_watcher import XidWatcher
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.services.runtime.health import HealthState
+from deckhouse_gpu.services.runtime.object_watch import start_watch
+from deckhouse_gpu.services.runtime.trigger_loop import TriggerLoop
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.sim_card_settings import SimCardSettings
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from deckhouse_gpu.simulator.prepare import prepare_service
+from deckhouse_gpu.simulator.scenario import SimNode, SimSettings, numa_node_of
 from deckhouse_gpu.simulator.sharing import card_appeared, sharing_host
 from deckhouse_gpu.simulator.vfio import build_iommu, vfio_side
 

@@ -6,7 +6,7 @@ settings, MPS daemons run by a simulated kubelet and a simulated kernel for VFIO
 host root (``--host-root``) so they outlive a killed handler as a real card's state does.
 
 Only the simulator's entry points (``gpu-handler-sim``, ``gpu-simulator``) hand this to gpu-handler;
-the production binary knows the real hardware only (cmd/node_hardware.py)."""
+the production binary knows the real hardware only (cmd/gpu_handler/node_hardware.py)."""
 
 from __future__ import annotations
 
@@ -14,16 +14,9 @@ import argparse
 import logging
 from pathlib import Path
 
-from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons
-from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
-from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig
-from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
-from deckhouse_gpu.adapters.sim.sim_mig_state import PersistentSimMig
-from deckhouse_gpu.adapters.sim.sim_mps_kubelet import SimulatedKubeletMps
-from deckhouse_gpu.adapters.sim.sim_nvml import SimNVMLConfigError, SimulatedNVML, from_model_list
-from deckhouse_gpu.adapters.sim.sim_vfio import SimGpuProcesses, SimulatedVfio
-from deckhouse_gpu.adapters.sysfs_host import SysfsHost
-from deckhouse_gpu.cmd.handler_wiring import WiringError
+from deckhouse_gpu.adapters.host.sysfs_host import SysfsHost
+from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons
+from deckhouse_gpu.cmd.gpu_handler.wiring import WiringError
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.inventory.physicalgpu import DriverType
 from deckhouse_gpu.ports.host import HostUnreadable
@@ -32,6 +25,13 @@ from deckhouse_gpu.ports.mig import MigControl, MigError
 from deckhouse_gpu.ports.nvml import NVML, XidEvents
 from deckhouse_gpu.ports.sharing import CardSettings, MpsDaemons
 from deckhouse_gpu.ports.vfio import GpuProcesses, VfioHost
+from deckhouse_gpu.simulator.host.sim_card_settings import SimCardSettings
+from deckhouse_gpu.simulator.host.sim_host_mig import HostTreeMig
+from deckhouse_gpu.simulator.host.sim_mig import SimulatedMig
+from deckhouse_gpu.simulator.host.sim_mig_state import PersistentSimMig
+from deckhouse_gpu.simulator.host.sim_mps_kubelet import SimulatedKubeletMps
+from deckhouse_gpu.simulator.host.sim_nvml import SimNVMLConfigError, SimulatedNVML, from_model_list
+from deckhouse_gpu.simulator.host.sim_vfio import SimGpuProcesses, SimulatedVfio
 
 log = logging.getLogger("gpu-handler")
 

@@ -11,28 +11,28 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.cdi_discovery import CdiDiscovery
-from deckhouse_gpu.adapters.cdi_writer import CdiWriter
-from deckhouse_gpu.adapters.checkpoint_file import FileCheckpointStore
-from deckhouse_gpu.adapters.claim_cdi_files import FileClaimCDI
-from deckhouse_gpu.adapters.device_metadata_files import FileDeviceMetadata
-from deckhouse_gpu.adapters.driver_root import MountedDriverRoot
-from deckhouse_gpu.adapters.handler_metrics import HandlerMetrics
-from deckhouse_gpu.adapters.metered_ports import MeteredCheckpointStore, MeteredMig
-from deckhouse_gpu.adapters.node_lock import NodeLock
-from deckhouse_gpu.adapters.sim.sim_host_mig import HostTreeMig
-from deckhouse_gpu.adapters.sim.sim_mig import SimulatedMig
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
+from deckhouse_gpu.adapters.files.cdi_discovery import CdiDiscovery
+from deckhouse_gpu.adapters.files.cdi_writer import CdiWriter
+from deckhouse_gpu.adapters.files.checkpoint_file import FileCheckpointStore
+from deckhouse_gpu.adapters.files.claim_cdi_files import FileClaimCDI
+from deckhouse_gpu.adapters.files.device_metadata_files import FileDeviceMetadata
+from deckhouse_gpu.adapters.files.node_lock import NodeLock
+from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot
+from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
+from deckhouse_gpu.adapters.metrics.metered_ports import MeteredCheckpointStore, MeteredMig
 from deckhouse_gpu.domain.config.opaque_types import API_VERSION, GPU_KIND, api_version_of
 from deckhouse_gpu.domain.offers.model import DRIVER
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
 from deckhouse_gpu.ports.kube import PODS, RESOURCE_CLAIMS, KubeAPI
-from deckhouse_gpu.services.prepare import OfferFollower, PrepareService
-from deckhouse_gpu.services.prepare_observer import PrepareObserver
-from deckhouse_gpu.services.sharing_host import SharingHost
-from deckhouse_gpu.services.vfio_release import VfioSide
+from deckhouse_gpu.services.prepare.prepare_observer import PrepareObserver
+from deckhouse_gpu.services.prepare.service import OfferFollower, PrepareService
+from deckhouse_gpu.services.prepare.sharing_host import SharingHost
+from deckhouse_gpu.services.prepare.vfio_release import VfioSide
+from deckhouse_gpu.simulator.host.sim_host_mig import HostTreeMig
+from deckhouse_gpu.simulator.host.sim_mig import SimulatedMig
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 
 CLAIM_NAMESPACE = "demo"
 HOOK = "/usr/bin/nvidia-cdi-hook"
@@ -46,7 +46,7 @@ def prepare_service(
     offers: OfferFollower, sharing: SharingHost, vfio: VfioSide | None = None,
     metrics: HandlerMetrics | None = None,
 ) -> PrepareService:  # fmt: skip
-    """With ``metrics``, measured as cmd/plugin_wiring.py measures gpu-handler's service."""
+    """With ``metrics``, measured as cmd/gpu_handler/plugin_wiring.py measures gpu-handler's service."""
     plugin_dir = root / "var/lib/kubelet/plugins" / DRIVER
     discovery = CdiDiscovery(MountedDriverRoot(root), root, "/")
     store = FileCheckpointStore(plugin_dir / "checkpoint.json", host_root=root)

@@ -14,16 +14,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.mps_daemon_pods import KubeMpsDaemons, pod_ready
-from deckhouse_gpu.adapters.sim.sim_card_settings import SimCardSettings
-from deckhouse_gpu.adapters.sim.sim_mps_kubelet import SimulatedKubeletMps
+from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons, pod_ready
 from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
 from deckhouse_gpu.domain.naming import physical_name
 from deckhouse_gpu.domain.offers.model import DRIVER
 from deckhouse_gpu.domain.prepare.mps_pod import daemon_of, daemons_selector
 from deckhouse_gpu.ports.kube import PODS, KubeAPI
 from deckhouse_gpu.ports.sharing import ComputeMode
-from deckhouse_gpu.services.sharing_host import SharingHost
+from deckhouse_gpu.services.prepare.sharing_host import SharingHost
+from deckhouse_gpu.simulator.host.sim_card_settings import SimCardSettings
+from deckhouse_gpu.simulator.host.sim_mps_kubelet import SimulatedKubeletMps
 
 MPS_NAMESPACE = "d8-gpu"
 # The chart gives gpu-handler its own image by digest; no simulated kubelet pulls it.

@@ -17,13 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.memory_kube import MemoryKube
-from deckhouse_gpu.adapters.sim.feature_gates import gates_off
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.scenario import Scenario, ScenarioError, Step
-from deckhouse_gpu.cmd.controller import ControllerOptions, start_controller
-from deckhouse_gpu.cmd.dra_controller_run import start_dra_controller
-from deckhouse_gpu.domain.inventory.xid import classify
+from deckhouse_gpu.cmd.gpu_controller import ControllerOptions, start_controller
+from deckhouse_gpu.cmd.gpu_dra_controller.run import start_dra_controller
+from deckhouse_gpu.domain.inventory.health.xid import classify
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.kube import (
     EVENTS,
@@ -34,11 +30,15 @@ from deckhouse_gpu.ports.kube import (
     RESOURCE_SLICES,
     NotFound,
 )
-from deckhouse_gpu.services.dra_controller import DraControllerSettings
-from deckhouse_gpu.services.gpu_controller import ControllerSettings
+from deckhouse_gpu.services.allocation.dra_controller import DraControllerSettings
+from deckhouse_gpu.services.inventory.gpu_controller import ControllerSettings
 from deckhouse_gpu.simulator.allocation import pod_on_node
+from deckhouse_gpu.simulator.api.feature_gates import gates_off
+from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from deckhouse_gpu.simulator.node import SimulatedNode, build_node, set_validator, start_components
 from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE, allocate, claim_ref, describe_prepare
+from deckhouse_gpu.simulator.scenario import Scenario, ScenarioError, Step
 from deckhouse_gpu.simulator.sharing import cards_of_claim, describe_cards
 from deckhouse_gpu.simulator.vfio import describe_cards as vfio_cards
 from deckhouse_gpu.simulator.vfio import describe_payload

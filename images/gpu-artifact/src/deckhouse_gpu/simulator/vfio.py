@@ -4,7 +4,7 @@
 """VFIO on a simulated node (docs/VFIO.md): the IOMMU groups and vfio-pci of its host tree, the
 passthrough gpu-handler is given, and what an operator would look at after a VM's claim.
 
-The simulated kernel (adapters/sim/sim_vfio.py) sends its uevents to the node's gpu-node-agent, so
+The simulated kernel (simulator/host/sim_vfio.py) sends its uevents to the node's gpu-node-agent, so
 the PhysicalGPU follows the card to vfio-pci and back on its own, as on a node.
 """
 
@@ -15,18 +15,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from deckhouse_gpu.adapters.sim.gpu_catalog import OTHER_DEVICES
-from deckhouse_gpu.adapters.sim.host_builder import HostBuilder
-from deckhouse_gpu.adapters.sim.scenario import SimNode, numa_node_of
-from deckhouse_gpu.adapters.sim.sim_nvml import SimulatedNVML
-from deckhouse_gpu.adapters.sim.sim_vfio import SimGpuProcesses, SimulatedVfio
-from deckhouse_gpu.adapters.vfio_files import FileVfioLedger, FileVfioPayloads
+from deckhouse_gpu.adapters.files.vfio_files import FileVfioLedger, FileVfioPayloads
 from deckhouse_gpu.domain.inventory.desired import node_selector
 from deckhouse_gpu.domain.offers.model import DRIVER
 from deckhouse_gpu.ports.clock import Clock
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, KubeAPI
-from deckhouse_gpu.services.events import EventRecorder
-from deckhouse_gpu.services.vfio_release import VfioSide
+from deckhouse_gpu.services.prepare.vfio_release import VfioSide
+from deckhouse_gpu.services.runtime.events import EventRecorder
+from deckhouse_gpu.simulator.host.gpu_catalog import OTHER_DEVICES
+from deckhouse_gpu.simulator.host.host_builder import HostBuilder
+from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
+from deckhouse_gpu.simulator.host.sim_vfio import SimGpuProcesses, SimulatedVfio
+from deckhouse_gpu.simulator.scenario import SimNode, numa_node_of
 
 AUDIO = next(model for model in OTHER_DEVICES if model.key == "gpu-audio")
 FIRST_GROUP = 30

@@ -23,7 +23,7 @@ from typing import Any
 
 from deckhouse_gpu.domain.config.opaque_types import API_VERSION
 from deckhouse_gpu.domain.offers.model import DRIVER
-from deckhouse_gpu.domain.prepare.device_metadata import POD_CLAIM_NAME_ANNOTATION
+from deckhouse_gpu.domain.prepare.container.device_metadata import POD_CLAIM_NAME_ANNOTATION
 from deckhouse_gpu.ports.controller_resources import (
     DEVICE_CLASSES,
     GPU_CLASSES,
@@ -31,7 +31,7 @@ from deckhouse_gpu.ports.controller_resources import (
     RESOURCE_CLAIM_TEMPLATES,
 )
 from deckhouse_gpu.ports.kube import RESOURCE_CLAIMS, KubeAPI, NotFound
-from deckhouse_gpu.services.config_admission import review
+from deckhouse_gpu.services.allocation.config_admission import review
 from deckhouse_gpu.simulator.allocation import ALLOCATION_TIMEOUT, failures
 from deckhouse_gpu.simulator.prepare import CLAIM_NAMESPACE
 

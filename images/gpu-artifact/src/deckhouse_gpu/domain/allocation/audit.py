@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.model import Device, Inventory, Slice
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity, QuantityError
+from deckhouse_gpu.k8s_semantics.resources.model import Device, Inventory, Slice
 
 DRIVER = "gpu.deckhouse.io"
 EXCLUSIVE = "DoubleAllocation"

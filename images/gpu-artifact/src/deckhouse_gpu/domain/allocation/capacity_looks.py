@@ -23,12 +23,12 @@ from itertools import compress, count
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.gather import Gathered, Pool
-from deckhouse_gpu.domain.allocation.model import Device
-from deckhouse_gpu.domain.allocation.search_pass import CounterKey
-from deckhouse_gpu.domain.allocation.selector_groups import SelectorGroups
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import AllocatedState
+from deckhouse_gpu.k8s_semantics.allocator.gather import Gathered, Pool
+from deckhouse_gpu.k8s_semantics.allocator.search_pass import CounterKey
+from deckhouse_gpu.k8s_semantics.allocator.selector_groups import SelectorGroups
+from deckhouse_gpu.k8s_semantics.resources.model import Device
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 
 _CACHE = attrgetter("cache")
 _KEY = attrgetter("key")

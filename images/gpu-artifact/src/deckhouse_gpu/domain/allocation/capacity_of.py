@@ -28,16 +28,16 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from deckhouse_gpu.domain.allocation.capacity_looks import NodeLooks
-from deckhouse_gpu.domain.allocation.checks import SelectorFailure
-from deckhouse_gpu.domain.allocation.claims import Claim, ClaimError, DeviceClass, parse_claim
-from deckhouse_gpu.domain.allocation.counters import availability
-from deckhouse_gpu.domain.allocation.gather import Gathered, Pool, gather
-from deckhouse_gpu.domain.allocation.model import Device
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search import AllocationError, Allocator
-from deckhouse_gpu.domain.allocation.search_pass import CounterKey, SearchPass
-from deckhouse_gpu.domain.allocation.selector_groups import FAILS, SelectorGroups
-from deckhouse_gpu.domain.allocation.state import AllocatedState
+from deckhouse_gpu.k8s_semantics.allocator.checks import SelectorFailure
+from deckhouse_gpu.k8s_semantics.allocator.counters import availability
+from deckhouse_gpu.k8s_semantics.allocator.gather import Gathered, Pool, gather
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search import AllocationError, Allocator
+from deckhouse_gpu.k8s_semantics.allocator.search_pass import CounterKey, SearchPass
+from deckhouse_gpu.k8s_semantics.allocator.selector_groups import FAILS, SelectorGroups
+from deckhouse_gpu.k8s_semantics.resources.claims import Claim, ClaimError, DeviceClass, parse_claim
+from deckhouse_gpu.k8s_semantics.resources.model import Device
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 
 ENOUGH = 10_000  # claims per node and class: beyond any node's devices, a guard against no end
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from deckhouse_gpu.domain.allocation.checks import SelectorFailure
-from deckhouse_gpu.domain.allocation.claims import Alternative, Claim
-from deckhouse_gpu.domain.allocation.gather import Pool
-from deckhouse_gpu.domain.allocation.model import Device
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.reasons import Reason, SelectorError
-from deckhouse_gpu.domain.allocation.search import Allocator
-from deckhouse_gpu.domain.allocation.search_pass import SearchPass
-from deckhouse_gpu.domain.allocation.state import AllocatedState
+from deckhouse_gpu.k8s_semantics.allocator.checks import SelectorFailure
+from deckhouse_gpu.k8s_semantics.allocator.gather import Pool
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.reasons import Reason, SelectorError
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator
+from deckhouse_gpu.k8s_semantics.allocator.search_pass import SearchPass
+from deckhouse_gpu.k8s_semantics.resources.claims import Alternative, Claim
+from deckhouse_gpu.k8s_semantics.resources.model import Device
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 
 
 def device_reason(

@@ -5,7 +5,7 @@
 not reported prepared: the Pod waits on its node (ContainerCreating) while they stay so.
 
 gpu-handler writes an entry of the driver for every device it prepared into the claim's
-``status.devices`` (services/claim_status.py), so a device without one is not prepared yet. A
+``status.devices`` (services/prepare/claim_status.py), so a device without one is not prepared yet. A
 claim reserved for no Pod is not waited on: the kubelet prepares a claim only for a Pod it runs.
 Pure.
 """

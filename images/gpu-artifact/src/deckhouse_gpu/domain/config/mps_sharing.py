@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
 from deckhouse_gpu.domain.config.json_words import join, json_type
 from deckhouse_gpu.domain.config.sharing_strategy import (
     FieldReader,
@@ -29,6 +28,7 @@ from deckhouse_gpu.domain.config.sharing_strategy import (
     SharingPlan,
     SharingRefused,
 )
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity, QuantityError
 
 NAME = "MPS"
 MIB = 1024 * 1024

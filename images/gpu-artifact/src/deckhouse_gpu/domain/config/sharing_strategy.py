@@ -87,7 +87,7 @@ class SharingStrategy(Protocol):
     def share_cap(self, config: SharingConfig) -> tuple[str, int] | None:
         """The setting that caps each client at a percentage of the card (its path under
         ``sharing``) and its value; None when none is set. The webhook holds it to the claim's
-        share (services/config_admission_shares.py), as ``plan`` does at prepare."""
+        share (services/allocation/config_admission_shares.py), as ``plan`` does at prepare."""
         ...
 
     def plan(

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from deckhouse_gpu.domain.allocation.checks import SelectorFailure, SelectorMatcher
-from deckhouse_gpu.domain.allocation.model import Device, Inventory
-from deckhouse_gpu.domain.apimachinery.label_selector import Selector
 from deckhouse_gpu.domain.gpuclass.render import DRIVER
 from deckhouse_gpu.domain.gpuclass.status import Matching
+from deckhouse_gpu.k8s_semantics.allocator.checks import SelectorFailure, SelectorMatcher
+from deckhouse_gpu.k8s_semantics.apimachinery.label_selector import Selector
+from deckhouse_gpu.k8s_semantics.resources.model import Device, Inventory
 
 
 def _current(inventory: Inventory) -> Iterable[tuple[str | None, Device]]:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.label_selector import Selector, parse_selector
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity
 from deckhouse_gpu.domain.config import mps_sharing, time_slicing
+from deckhouse_gpu.k8s_semantics.apimachinery.label_selector import Selector, parse_selector
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
 
 
 class DeviceKind(StrEnum):

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deckhouse_gpu.domain import naming
-from deckhouse_gpu.domain.apimachinery.codec import encode
-from deckhouse_gpu.domain.apimachinery.merge_patch import create_patch
 from deckhouse_gpu.domain.inventory.known_gpus import known_gpu_name
 from deckhouse_gpu.domain.inventory.pci import KNOWN_VENDORS, PciDevice, driver_type
 from deckhouse_gpu.domain.inventory.pciids import PciIds
@@ -26,6 +24,8 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     PCIInfo,
     PCISubsystem,
 )
+from deckhouse_gpu.k8s_semantics.apimachinery.codec import encode
+from deckhouse_gpu.k8s_semantics.apimachinery.merge_patch import create_patch
 
 # The parts of status.currentState that belong to the agent; the rest is gpu-handler's.
 AGENT_CURRENT_STATE_KEYS = ("driverType", "driverName")

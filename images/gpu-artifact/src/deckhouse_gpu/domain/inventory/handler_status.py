@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.merge_patch import create_patch
 from deckhouse_gpu.domain.inventory import conditions
-from deckhouse_gpu.domain.inventory.hardware_health import Verdict
+from deckhouse_gpu.domain.inventory.health.hardware_health import Verdict
 from deckhouse_gpu.domain.inventory.physicalgpu import HARDWARE_HEALTHY
+from deckhouse_gpu.k8s_semantics.apimachinery.merge_patch import create_patch
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.codec import encode
 from deckhouse_gpu.domain.inventory.compute_types import (
     architecture_from_capability,
     compute_types,
@@ -29,6 +28,7 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     NvidiaState,
     Vendor,
 )
+from deckhouse_gpu.k8s_semantics.apimachinery.codec import encode
 
 
 @dataclass(frozen=True)

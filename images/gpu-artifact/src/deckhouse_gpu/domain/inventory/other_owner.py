@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
 from deckhouse_gpu.domain.inventory.physicalgpu import ConditionStatus
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity, QuantityError
 
 OTHER_OWNER = "OtherOwner"  # the PhysicalGPU condition gpu-handler writes (True: held by another)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from deckhouse_gpu.domain.apimachinery.codec import json_name
+from deckhouse_gpu.k8s_semantics.apimachinery.codec import json_name
 
 GROUP = "gpu.deckhouse.io"
 VERSION = "v1alpha1"

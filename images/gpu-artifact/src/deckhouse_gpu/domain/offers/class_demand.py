@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from deckhouse_gpu.domain.cel import DeviceView, SelectorEngine, SelectorError, device_view
 from deckhouse_gpu.domain.offers.model import DRIVER, Offer
+from deckhouse_gpu.k8s_semantics.cel import DeviceView, SelectorEngine, SelectorError, device_view
 
 _ENGINE = SelectorEngine()  # compiled expressions are cached per text, shared by every publish
 

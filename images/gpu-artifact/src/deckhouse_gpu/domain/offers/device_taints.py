@@ -9,11 +9,12 @@ the taint ``gpu.deckhouse.io/unhealthy=<reason>``. The scheduler keeps claims aw
 tolerate it, and ``kubectl`` shows why. The effect is ``NoSchedule``; ``NoExecute`` (which also
 evicts the Pods using the card, where the API server's eviction controller runs) only when the card
 itself is gone: NVML no longer sees it, says it is lost (fallen off the bus), or that it needs a
-reset. A fatal Xid error (``HardwareHealthy=False``, reason ``XidError``, domain/inventory/xid.py)
+reset. A fatal Xid error (``HardwareHealthy=False``, reason ``XidError``, domain/inventory/health/xid.py)
 is ``NoExecute`` when the Xid loses the card or needs a reset at once, ``NoSchedule`` when the card
 may finish what it runs first. A card whose health cannot be judged (NVML unavailable on the whole
 node, the driver not ready) is not offered at all, as before. Where the API server drops taints
-(DRADeviceTaints off) the publisher withdraws unhealthy cards instead (services/slice_publisher.py).
+(DRADeviceTaints off) the publisher withdraws unhealthy cards instead
+(services/publishing/slice_publisher.py).
 
 ``timeAdded`` is left to the API server, which sets it when missing on every write; a taint the
 server stored keeps its time through republishes (``keep_time_added``), so an unchanged taint is
@@ -27,10 +28,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from deckhouse_gpu.domain.inventory import conditions
-from deckhouse_gpu.domain.inventory.device_health import TAINT_KEY, UNHEALTHY, card_health
-from deckhouse_gpu.domain.inventory.hardware_health import REASON_XID
+from deckhouse_gpu.domain.inventory.health.device_health import TAINT_KEY, UNHEALTHY, card_health
+from deckhouse_gpu.domain.inventory.health.hardware_health import REASON_XID
+from deckhouse_gpu.domain.inventory.health.xid import XidClass, classify, xid_of_message
 from deckhouse_gpu.domain.inventory.physicalgpu import HARDWARE_HEALTHY
-from deckhouse_gpu.domain.inventory.xid import XidClass, classify, xid_of_message
 from deckhouse_gpu.domain.naming import label_value
 from deckhouse_gpu.domain.offers.card_offers import ActiveMode, card_offers, eligible
 from deckhouse_gpu.domain.offers.model import CardOffers, DeviceTaint, OfferPolicy
@@ -41,8 +42,8 @@ NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "NoExecute"
 GPU_LOST = "GPULost"
 GPU_RESET_REQUIRED = "GPUResetRequired"
 UNHEALTHY_VALUE = "Unhealthy"  # when the condition gives no reason
-# What NVML says when the card itself is gone (adapters/nvml_errors.py writes "(NVML return code
-# N)", services/capabilities.py the "does not see" of NVMLDeviceNotFound): GPU_IS_LOST is 15 (a
+# What NVML says when the card itself is gone (adapters/nvml/nvml_errors.py writes "(NVML return code
+# N)", services/publishing/capabilities.py the "does not see" of NVMLDeviceNotFound): GPU_IS_LOST is 15 (a
 # card fallen off the bus, Xid 79), RESET_REQUIRED 16 (NVML's text: "GPU requires restart").
 _LOST = ("gpu is lost", "nvml return code 15)", "does not see the card")
 _RESET = ("gpu requires restart", "gpu requires reset", "nvml return code 16)")

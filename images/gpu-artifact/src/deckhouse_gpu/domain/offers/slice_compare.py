@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity, QuantityError
 
 # Inside capacity and counters, these keys hold quantities (a value, a request policy's default
 # and range, the valid values).

@@ -7,7 +7,7 @@
 1.35+: counters-only slices (at most 8 sets each) and devices slices (at most 64 devices when
 they consume counters or have taints, 128 otherwise), all in one pool with one generation. 1.36
 and 1.37 keep the 1.35 rules (KUBERNETES-FACTS.md F10); a newer minor is treated as 1.37
-(domain/kube_versions.py).
+(k8s_semantics/versions.py).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from deckhouse_gpu.domain.inventory.physicalgpu import LABEL_NODE
-from deckhouse_gpu.domain.kube_versions import known_minor
 from deckhouse_gpu.domain.naming import label_value, pci_address_slug, physical_name
 from deckhouse_gpu.domain.offers.device_taints import taint_json
 from deckhouse_gpu.domain.offers.model import DRIVER, CardOffers, CounterSet, Offer
+from deckhouse_gpu.k8s_semantics.versions import known_minor
 
 API_VERSION = "resource.k8s.io/v1"
 MAX_DEVICES = 128

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
 from deckhouse_gpu.domain.prepare.checkpoint_fields import (
     CorruptCheckpoint,
     Fields,
@@ -27,6 +26,7 @@ from deckhouse_gpu.domain.prepare.checkpoint_fields import (
     strings,
 )
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity, QuantityError
 
 # status.reservedFor holds at most 256 entries; the metric keeps a bounded number of series per
 # device, so Pods past this many (sorted by name) are left out of it.

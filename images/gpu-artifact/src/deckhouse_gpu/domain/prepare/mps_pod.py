@@ -9,10 +9,10 @@ hand: the module's labels, any taint tolerated, system-node-critical, the pull s
 module's registry, the handler's image by digest.
 
 How the driver's ``nvidia-cuda-mps-control`` runs. The handler image is distroless (no shell, no
-``chroot`` binary), so the container runs ``gpu-mps-daemon`` (``cmd/mps_daemon.py``) from the
+``chroot`` binary), so the container runs ``gpu-mps-daemon`` (``cmd/gpu_mps_daemon.py``) from the
 image: it finds ``nvidia-cuda-mps-control``, ``nvidia-cuda-mps-server``, ``libcuda.so.1`` and
 ``libnvidia-ml.so.1`` under the mounted driver root with the same link-following lookup as
-prestart (``adapters/driver_root.py``, ``driver_layout.py``), then replaces itself with
+prestart (``adapters/host/driver_root.py``, ``driver_layout.py``), then replaces itself with
 ``nvidia-cuda-mps-control -f``: ``PATH`` names the server's directory (the control daemon starts
 the server by name), ``LD_PRELOAD`` the driver's two libraries (as ``run_nvidia_smi`` runs
 nvidia-smi). Not ``LD_LIBRARY_PATH`` at the driver's library directory: with the default root
@@ -41,7 +41,7 @@ from deckhouse_gpu.domain.prepare.mps import (
 
 ANNOTATION_CARD = "gpu.deckhouse.io/mps-card"  # a PCI address has colons: not a label value
 CONTAINER = "mps-control"
-LAUNCHER = "gpu-mps-daemon"  # console script of cmd/mps_daemon.py in the handler image
+LAUNCHER = "gpu-mps-daemon"  # console script of cmd/gpu_mps_daemon.py in the handler image
 DRIVER_MOUNT = "/driver-root"  # as hooks/lib/settings.py mounts the driver root (DESIGN.md S10.4)
 DRIVER_PARENT_MOUNT = "/driver-root-parent"
 DRIVER_MOUNT_ENV = "NVIDIA_DRIVER_ROOT_MOUNT"

@@ -43,7 +43,7 @@ class DevicePlan:
     # the registry, domain/config/features.py) applies, limits resolved. The checkpoint keeps it,
     # so what a card must be set to is known from the checkpoint alone; None: no sharing config.
     sharing: SharingPlan | None = None
-    # Filled by prepare (services/prepare_vfio_steps.py): the card goes to a virtual machine
+    # Filled by prepare (services/prepare/prepare_vfio_steps.py): the card goes to a virtual machine
     # through vfio-pci (DESIGN.md D7); None for a card used through the nvidia driver.
     vfio: bool | None = None
 

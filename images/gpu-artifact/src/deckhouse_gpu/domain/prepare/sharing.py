@@ -23,12 +23,12 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from deckhouse_gpu.domain.apimachinery.quantity import Quantity, QuantityError
 from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.config.opaque_types import DeviceConfig
 from deckhouse_gpu.domain.config.sharing_strategy import SharingPlan, SharingRefused
 from deckhouse_gpu.domain.prepare.checkpoint import ClaimEntry
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
+from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity, QuantityError
 
 __all__ = [
     "SharingRefused",

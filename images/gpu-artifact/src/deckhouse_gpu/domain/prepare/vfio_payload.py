@@ -8,7 +8,7 @@ The device nodes are VFIO's legacy container interface, the one libvirt and so K
 virt-launcher open: ``/dev/vfio/vfio`` and ``/dev/vfio/<IOMMU group>``. Nothing of the nvidia
 driver: the guest runs its own driver, and the host's libraries in the launcher would only be
 loaded by nothing. KubeVirt finds which PCI device to attach in the device metadata file (KEP-5304,
-``resource.kubernetes.io/pciBusID``, domain/prepare/device_metadata.py) and reads no environment
+``resource.kubernetes.io/pciBusID``, domain/prepare/container/device_metadata.py) and reads no environment
 variable for a DRA device, so none is set.
 
 The payload is one versioned JSON document per claim, for a QEMU (libvirt) hook or anything else
@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from deckhouse_gpu.domain.inventory.physicalgpu import LABEL_DEVICE
-from deckhouse_gpu.domain.prepare.cdi_spec import DeviceNode, node_edit
-from deckhouse_gpu.domain.prepare.device_metadata import MOUNT_OPTIONS
+from deckhouse_gpu.domain.prepare.container.cdi_spec import DeviceNode, node_edit
+from deckhouse_gpu.domain.prepare.container.device_metadata import MOUNT_OPTIONS
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.domain.prepare.vfio import CardGroup, PciFunction, PodRef, to_bind
 

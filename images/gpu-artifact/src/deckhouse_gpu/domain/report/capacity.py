@@ -18,15 +18,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from deckhouse_gpu.domain.allocation.capacity_of import CapacityCounter, probe
-from deckhouse_gpu.domain.allocation.cel_matcher import CelMatcher
-from deckhouse_gpu.domain.allocation.claims import DeviceClass
-from deckhouse_gpu.domain.allocation.model import Inventory
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.search import Allocator
-from deckhouse_gpu.domain.allocation.selector_groups import SelectorGroups
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import AllocatedState
 from deckhouse_gpu.domain.report.class_devices import ANY_NODE, class_devices
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator
+from deckhouse_gpu.k8s_semantics.allocator.selector_groups import SelectorGroups
+from deckhouse_gpu.k8s_semantics.resources.claims import DeviceClass
+from deckhouse_gpu.k8s_semantics.resources.model import Inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 
 
 @dataclass

@@ -5,7 +5,7 @@
 
 A card is a PhysicalGPU; what it holds is read from the claims: the results of our driver in its
 node's pool whose device is one of its offers (``gpu-<address>``, ``...-mig-<profile>-<start>``,
-DESIGN.md D5), and their ``status.devices`` entries once prepared (services/claim_status.py).
+DESIGN.md D5), and their ``status.devices`` entries once prepared (services/prepare/claim_status.py).
 What is left of its counter set is the allocator's own accounting (``counters.availability``),
 so it agrees with what the scheduler (and ``capacity``) can still place.
 """
@@ -19,12 +19,6 @@ from fractions import Fraction
 from typing import Any
 
 from deckhouse_gpu.domain.allocation.claim_config import ConfigRefused, device_config
-from deckhouse_gpu.domain.allocation.counters import availability
-from deckhouse_gpu.domain.allocation.gather import gather
-from deckhouse_gpu.domain.allocation.model import Device, Inventory
-from deckhouse_gpu.domain.allocation.node_match import Node
-from deckhouse_gpu.domain.allocation.semantics import Semantics
-from deckhouse_gpu.domain.allocation.state import AllocatedState
 from deckhouse_gpu.domain.config.opaque_types import VFIOConfig
 from deckhouse_gpu.domain.inventory import conditions
 from deckhouse_gpu.domain.inventory.other_owner import OTHER_OWNER
@@ -40,6 +34,12 @@ from deckhouse_gpu.domain.offers.device_taints import describe
 from deckhouse_gpu.domain.offers.model import DRIVER, DeviceTaint
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
 from deckhouse_gpu.domain.report.holders import DeviceKey, claim_ref, result_key, results
+from deckhouse_gpu.k8s_semantics.allocator.counters import availability
+from deckhouse_gpu.k8s_semantics.allocator.gather import gather
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.resources.model import Device, Inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 
 IDLE, WHOLE, MIG, SHARED, VFIO = "idle", "whole", "MIG", "shared", "VFIO"
 SLICE = "memory-slice-"

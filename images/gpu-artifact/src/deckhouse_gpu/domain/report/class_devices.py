@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from deckhouse_gpu.domain.allocation.claims import DeviceClass
-from deckhouse_gpu.domain.allocation.model import Device, Inventory
-from deckhouse_gpu.domain.allocation.selector_groups import SelectorGroups
 from deckhouse_gpu.domain.report.holders import Holders
+from deckhouse_gpu.k8s_semantics.allocator.selector_groups import SelectorGroups
+from deckhouse_gpu.k8s_semantics.resources.claims import DeviceClass
+from deckhouse_gpu.k8s_semantics.resources.model import Device, Inventory
 
 ANY_NODE = "(several nodes)"  # a device of a slice with allNodes or a node selector
 

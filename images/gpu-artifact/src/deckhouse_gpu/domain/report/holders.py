@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.model import Device, Inventory
+from deckhouse_gpu.k8s_semantics.resources.model import Device, Inventory
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 SetKey = tuple[str, str, str]  # driver, pool, counter set

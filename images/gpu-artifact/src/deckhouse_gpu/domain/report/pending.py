@@ -16,14 +16,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from deckhouse_gpu.domain.allocation import rules
-from deckhouse_gpu.domain.allocation.checks import SelectorFailure
-from deckhouse_gpu.domain.allocation.claims import Alternative, Claim
 from deckhouse_gpu.domain.allocation.explain import device_reason
-from deckhouse_gpu.domain.allocation.gather import Pool
-from deckhouse_gpu.domain.allocation.model import Device
-from deckhouse_gpu.domain.allocation.node_match import Node, selector_matches
-from deckhouse_gpu.domain.allocation.reasons import (
+from deckhouse_gpu.domain.report.class_devices import ClassDevices
+from deckhouse_gpu.domain.report.extended import ExtendedRequest
+from deckhouse_gpu.domain.report.holders import Holders
+from deckhouse_gpu.domain.report.pod_claims import ALLOCATED, PodClaim
+from deckhouse_gpu.k8s_semantics.allocator import rules
+from deckhouse_gpu.k8s_semantics.allocator.checks import SelectorFailure
+from deckhouse_gpu.k8s_semantics.allocator.gather import Pool
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node, selector_matches
+from deckhouse_gpu.k8s_semantics.allocator.reasons import (
     CapacityExhausted,
     CountersExhausted,
     InUse,
@@ -31,13 +33,11 @@ from deckhouse_gpu.domain.allocation.reasons import (
     RequestSelectorFalse,
     Rule,
 )
-from deckhouse_gpu.domain.allocation.search import Allocator
-from deckhouse_gpu.domain.allocation.search_pass import SearchPass
-from deckhouse_gpu.domain.allocation.state import AllocatedState
-from deckhouse_gpu.domain.report.class_devices import ClassDevices
-from deckhouse_gpu.domain.report.extended import ExtendedRequest
-from deckhouse_gpu.domain.report.holders import Holders
-from deckhouse_gpu.domain.report.pod_claims import ALLOCATED, PodClaim
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator
+from deckhouse_gpu.k8s_semantics.allocator.search_pass import SearchPass
+from deckhouse_gpu.k8s_semantics.resources.claims import Alternative, Claim
+from deckhouse_gpu.k8s_semantics.resources.model import Device
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 
 
 @dataclass

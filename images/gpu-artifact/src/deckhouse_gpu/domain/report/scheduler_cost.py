@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from deckhouse_gpu.domain.allocation.model import Inventory
 from deckhouse_gpu.domain.offers.model import DRIVER
+from deckhouse_gpu.k8s_semantics.resources.model import Inventory
 
 # The hooks keep the same number (hooks/lib/settings.py; tests/cmd/test_kubectl_gpu_scheduler_cost.py
 # holds them equal): they run without this package.
