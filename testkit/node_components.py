@@ -105,7 +105,7 @@ class SimulatedNode:
         self._run("gpu-node-agent", agent)
         self.cluster.wait_for(lambda: _ready(self.cluster, self.name), 120, f"the cards of {self.name}")
         handler = [
-            "deckhouse_gpu.cmd.gpu_handler.main",
+            "deckhouse_gpu.simulator.gpu_handler",
             "run",
             *common,
             "--nvml-sim",

@@ -83,7 +83,7 @@ def _dra_controller_argv(kubeconfig: str, _root: Path) -> list[str]:
 
 TARGETS = {
     "gpu-node-agent": Target("deckhouse_gpu.cmd.gpu_node_agent", _agent_argv),
-    "gpu-handler": Target("deckhouse_gpu.cmd.gpu_handler.main", _handler_argv),
+    "gpu-handler": Target("deckhouse_gpu.simulator.gpu_handler", _handler_argv),  # simulated cards
     "gpu-controller": Target("deckhouse_gpu.cmd.gpu_controller", _controller_argv),
     "gpu-dra-controller": Target("deckhouse_gpu.cmd.gpu_dra_controller.main", _dra_controller_argv),
 }

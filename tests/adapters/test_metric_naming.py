@@ -18,6 +18,7 @@ from deckhouse_gpu.adapters.metrics.controller_metrics import ControllerMetrics
 from deckhouse_gpu.adapters.metrics.dra_metrics import DraMetrics
 from deckhouse_gpu.adapters.metrics.handler_metrics import HandlerMetrics
 from deckhouse_gpu.adapters.metrics.node_agent_metrics import NodeAgentMetrics
+from deckhouse_gpu.domain.inventory.other_owner import OWNER_REASONS
 from deckhouse_gpu.domain.metric_labels import API_ERRORS, MIG_OPERATIONS, NVML_ERRORS, NVML_QUERIES, OTHER
 from deckhouse_gpu.domain.prepare.metrics import OFFER_TYPES, REASONS
 from tests.conftest import FixedClock
@@ -110,7 +111,8 @@ def test_the_node_components_export_no_node_label_of_their_own() -> None:
 # Every label value a node component can export comes from one of these lists.
 BOUNDED_VALUES = {
     "offer_type": set(OFFER_TYPES),
-    "reason": set(REASONS),
+    # prepare's failure reasons, and why another owner holds a card (DESIGN.md D16)
+    "reason": {*REASONS, *OWNER_REASONS},
     "operation": {*MIG_OPERATIONS, OTHER},
     "query": {*NVML_QUERIES, OTHER},
     "error": {*NVML_ERRORS, *API_ERRORS, OTHER},

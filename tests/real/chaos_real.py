@@ -186,11 +186,13 @@ class ChaosRun:
         world.ready_validator(cluster, self.node)
         kube = {name: ["--kubeconfig", str(path)] for name, path in self.kubeconfigs.items()}
         agent = ["--node-name", self.node, "--host-root", str(root), *kube[world.NODE_AGENT]]
-        self.components[world.NODE_AGENT] = world.start(world.NODE_AGENT, "node_agent", agent, logs)
+        self.components[world.NODE_AGENT] = world.start(
+            world.NODE_AGENT, "deckhouse_gpu.cmd.gpu_node_agent", agent, logs
+        )
         controller = [*kube[world.CONTROLLER], "--namespace", world.NAMESPACE]
         env = {"POD_NAME": f"{world.CONTROLLER}-chaos"}
         self.components[world.CONTROLLER] = world.start(
-            world.CONTROLLER, "controller", controller, logs, env, "--listen-address"
+            world.CONTROLLER, "deckhouse_gpu.cmd.gpu_controller", controller, logs, env, "--listen-address"
         )
         self.handler_args = ["run", "--node-name", self.node, *kube[world.HANDLER], "--nvml-sim", "a30,a30",
                              "--host-root", str(root), "--cdi-root", "/etc/cdi",
@@ -199,7 +201,12 @@ class ChaosRun:
         dra = ["run", *kube[world.DRA_CONTROLLER], "--namespace", world.NAMESPACE, "--no-webhook"]
         env = {"POD_NAME": f"{world.DRA_CONTROLLER}-chaos"}
         self.components[world.DRA_CONTROLLER] = world.start(
-            world.DRA_CONTROLLER, "dra_controller", dra, logs, env, "--listen-address"
+            world.DRA_CONTROLLER,
+            "deckhouse_gpu.cmd.gpu_dra_controller.main",
+            dra,
+            logs,
+            env,
+            "--listen-address",
         )
         for name, component in self.components.items():
             if name != world.HANDLER:  # ready once a kubelet registered its plugin; none runs here
@@ -212,7 +219,9 @@ class ChaosRun:
 
     def _start_handler(self) -> None:
         logs = self.workdir / "logs"
-        self.components[world.HANDLER] = world.start(world.HANDLER, "handler", self.handler_args, logs)
+        self.components[world.HANDLER] = world.start(
+            world.HANDLER, "deckhouse_gpu.simulator.gpu_handler", self.handler_args, logs
+        )
 
     # -- what the node should look like ------------------------------------------------------------
 
