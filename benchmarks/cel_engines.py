@@ -26,7 +26,7 @@ cel-expr-python and the Rust binding build their devices' activations/contexts b
 (converting a device costs them 15-60 us more each time it is done). ``make bench`` prints the
 current figures of the engines installed (in the module's venv: dra_cel and celpy).
 
-Why the module evaluates with its own closures over cel-python's parser (domain/cel):
+Why the module evaluates with its own closures over cel-python's parser (k8s_semantics/cel):
 
 - cel-python's interpreter is exact enough (tests/module/test_deviceclass_examples.py ran on it)
   but takes 0.2-0.9 ms per evaluation: a claim's request against a few hundred devices costs

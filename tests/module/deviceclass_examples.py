@@ -5,7 +5,7 @@
 shared by the checks of tests/module/test_deviceclass_*.py.
 
 The example objects, their selectors compiled by the module's DRA CEL engine
-(deckhouse_gpu/domain/cel), the functions and device fields a 1.34 API server accepts, the pools
+(deckhouse_gpu/k8s_semantics/cel), the functions and device fields a 1.34 API server accepts, the pools
 rendered from simulated cards of each model on four kinds of node, the offers each card is meant to
 give, and what each example class is meant to select. Bind ``cards`` in a test module
 (``cards = deviceclass_examples.cards``) for pytest to find the fixture there.

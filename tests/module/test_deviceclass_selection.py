@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """Every selector of the example DeviceClasses, evaluated by the module's DRA CEL engine
-(deckhouse_gpu/domain/cel) against every device of the pools rendered from simulated cards of each
+(deckhouse_gpu/k8s_semantics/cel) against every device of the pools rendered from simulated cards of each
 model, for 1.34 and 1.35, on a plain node, a sharing node, a node with MIG switched off and after the
 fallback: each class must select exactly the devices it is meant for and fail on none (an evaluation
 error fails the Pod's scheduling on a cluster)."""

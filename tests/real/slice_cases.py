@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Random ResourceSlices near every limit that ``domain/offers/slice_rules*`` knows, for the
+"""Random ResourceSlices near every limit that ``k8s_semantics/resourceslice/slice_rules*`` knows, for the
 differential test against the real API server (tests/real/test_slice_rules_vs_server.py).
 
 A case starts from a small valid slice of one layout (plain devices, the 1.34 layout with counters

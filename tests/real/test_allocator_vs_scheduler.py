@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Our allocator (domain/allocation) against the real kube-scheduler of 1.34, 1.35 and 1.36.
+"""Our allocator (k8s_semantics/allocator) against the real kube-scheduler of 1.34, 1.35 and 1.36.
 
 Random pools as the module publishes them (tests/real/allocator_diff.py: whole cards, MIG with the
 card's counter set, shared cards, health taints; the 1.34 layout on 1.34, the 1.35 layout on

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""``domain/offers/slice_rules*`` accepts exactly what the real API server accepts, per version.
+"""``k8s_semantics/resourceslice/slice_rules*`` accepts exactly what the real API server accepts, per version.
 
 gpu-handler checks every slice it renders with these rules before it writes it (and refuses to
 publish what the server would refuse), so the rules must say what the server says: for random

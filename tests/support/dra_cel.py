@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""DRA device selectors for the tests: a thin layer over the module's engine (domain/cel).
+"""DRA device selectors for the tests: a thin layer over the module's engine (k8s_semantics/cel).
 
 It keeps the tests' older spelling (``Selector(expression)``, ``device_view(device, driver)``); new
 tests use :class:`deckhouse_gpu.k8s_semantics.cel.SelectorEngine` directly.

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Differential fuzzing of the CEL engine (domain/cel) against cel-python's own interpreter.
+"""Differential fuzzing of the CEL engine (k8s_semantics/cel) against cel-python's own interpreter.
 
 Generated expressions (tests/domain/cel/cel_expressions.py) run through both: selectors over a
 generated device, as the allocator runs them (``SelectorEngine.compile(...).matches``), and closed

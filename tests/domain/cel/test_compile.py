@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The DRA CEL engine (domain/cel): compile-time errors, the compile cache and the limits on
+"""The DRA CEL engine (k8s_semantics/cel): compile-time errors, the compile cache and the limits on
 length, cost and nesting."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The DRA CEL engine (domain/cel): the ``device`` variable, attribute and capacity access, devices
+"""The DRA CEL engine (k8s_semantics/cel): the ``device`` variable, attribute and capacity access, devices
 upstream cannot convert, and views that evaluation leaves alone."""
 
 from __future__ import annotations

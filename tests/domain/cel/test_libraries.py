@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The DRA CEL engine (domain/cel): the Kubernetes quantity and semver libraries."""
+"""The DRA CEL engine (k8s_semantics/cel): the Kubernetes quantity and semver libraries."""
 
 from __future__ import annotations
 

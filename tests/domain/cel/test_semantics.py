@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The DRA CEL engine (domain/cel): CEL semantics (arithmetic, comparison, conversions, macros and
+"""The DRA CEL engine (k8s_semantics/cel): CEL semantics (arithmetic, comparison, conversions, macros and
 the extension libraries) and the errors evaluation raises, integer overflow included."""
 
 from __future__ import annotations

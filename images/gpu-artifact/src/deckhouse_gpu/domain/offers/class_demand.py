@@ -6,7 +6,7 @@
 Every request of a claim names a DeviceClass, and the scheduler gives it only a device that all of
 the class's selectors accept, so a device no class selects can never be allocated: publishing it
 only costs the scheduler work on every GPU Pod. A node therefore publishes an offer only when at
-least one class may select it, judged with the module's CEL (domain/cel) on the offer as it would
+least one class may select it, judged with the module's CEL (k8s_semantics/cel) on the offer as it would
 be published. The judgement errs towards publishing: a selector that does not compile, or that
 fails on the device, counts as "may select" (the scheduler would fail such a claim or a newer
 CEL could accept it; either way leaving the device out must never be what refuses it).

@@ -1,7 +1,7 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""The allocator's selector matcher over the module's CEL engine (domain/cel).
+"""The allocator's selector matcher over the module's CEL engine (k8s_semantics/cel).
 
 A device's CEL view is built once and kept on the device; compiled expressions are cached by the
 engine; results are cached per (device, expression) by the allocator (checks.selectors_match).
