@@ -1,8 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""cel-python's grammar, which the DRA CEL compiler is written against (k8s_semantics/cel/compiler/compile_*.py
-dispatch on its rule names): the pinned version, and the rule and terminal names, so that an
+"""cel-python's grammar, which the DRA CEL compiler is written against
+(k8s_semantics/cel/compiler/compile_*.py dispatch on its rule names): the pinned version, and the rule and terminal names, so that an
 upgrade that renames, adds or removes one fails here and says which."""
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ def grammar_problems(rules: set[str], terminals: set[str]) -> list[str]:
     problems = []
     known = GRAMMAR_RULES | IGNORED_RULES
     if rules != known:
-        problems.append(f"the grammar rules k8s_semantics/cel/compiler/compile_*.py dispatch on: {_changed(known, rules)}")
+        problems.append(
+            f"the grammar rules k8s_semantics/cel/compiler/compile_*.py dispatch on: {_changed(known, rules)}"
+        )
     if not terminals >= GRAMMAR_TERMINALS:
         problems.append(
             "the grammar terminals k8s_semantics/cel/compiler/literals.py reads: "
@@ -79,7 +81,8 @@ def test_a_renamed_rule_is_reported_by_name() -> None:
     renamed = re.sub(r"\bmember_dot\b(?!_)", "member_select", text)
     parser = lark.Lark(renamed, parser="lalr", start="expr", maybe_placeholders=False, priority="invert")
     assert grammar_problems(*_names(parser)) == [
-        "the grammar rules k8s_semantics/cel/compiler/compile_*.py dispatch on: missing ['member_dot'], new ['member_select']"
+        "the grammar rules k8s_semantics/cel/compiler/compile_*.py dispatch on: "
+        "missing ['member_dot'], new ['member_select']"
     ]
 
 
