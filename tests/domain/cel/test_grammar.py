@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 
 """cel-python's grammar, which the DRA CEL compiler is written against
-(k8s_semantics/cel/compiler/compile_*.py dispatch on its rule names): the pinned version, and the rule and terminal names, so that an
-upgrade that renames, adds or removes one fails here and says which."""
+(k8s_semantics/cel/compiler/compile_*.py dispatch on its rule names): the pinned version, and the
+rule and terminal names, so that an upgrade that renames, adds or removes one fails here and says
+which."""
 
 from __future__ import annotations
 
