@@ -22,7 +22,7 @@ from deckhouse_gpu.domain.offers.class_demand import demand_of, selectors_only
 from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule, PolicyError, parse_json
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.controller_resources import DEVICE_CLASSES
-from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, KubeError
+from deckhouse_gpu.ports.kube import NODES, PHYSICAL_GPUS, KubeAPI, KubeError, NotFound
 from deckhouse_gpu.ports.nvml import NVML
 from deckhouse_gpu.ports.vfio import GpuProcesses
 from deckhouse_gpu.services.publishing.other_owner import OwnerBoard
@@ -162,6 +162,10 @@ def prime_owners(board: OwnerBoard, api: KubeAPI, node_name: str) -> None:
     their MIG instances and settings alone (DESIGN.md D16)."""
     try:
         cards = api.list(PHYSICAL_GPUS, label_selector=node_selector(node_name)).items
-        board.prime(cards, api.get(NODES, node_name))
+        # Listed by its name (an indexed field), as the Node watch reads it: gpu-handler may not get Nodes.
+        nodes = api.list(NODES, field_selector=f"metadata.name={node_name}").items
+        if not nodes:
+            raise NotFound(f"Node {node_name} not found")
+        board.prime(cards, nodes[0])
     except KubeError as error:  # the clean-up then finds no cards either: it lists them too
         log.warning("other owners not known at start", extra={"error": str(error)})
