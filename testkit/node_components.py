@@ -25,7 +25,7 @@ import yaml
 from deckhouse_gpu.domain.naming import physical_gpu_name
 from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.counting_proxy import CountingProxy, Record
-from testkit.real_cluster import RealCluster
+from testkit.real_cluster import ApiError, RealCluster
 
 REPO = Path(__file__).resolve().parents[1]
 PHYSICAL_GPU = "gpu.deckhouse.io/v1alpha1"
@@ -104,6 +104,7 @@ class SimulatedNode:
         agent = ["deckhouse_gpu.cmd.gpu_node_agent", *common, "--resync-seconds", str(self.resync_seconds)]
         self._run("gpu-node-agent", agent)
         self.cluster.wait_for(lambda: _ready(self.cluster, self.name), 120, f"the cards of {self.name}")
+        whole_card_class(self.cluster)  # gpu-handler publishes what some class may select (DESIGN.md D19)
         handler = [
             "deckhouse_gpu.simulator.gpu_handler",
             "run",
@@ -207,3 +208,27 @@ def requests_of(records: list[Record], keep: Callable[[Record], bool] = lambda r
         for r in records
         if keep(r)
     ]
+
+
+WHOLE_CARD_CLASS = "node-components-whole-card"
+
+
+def whole_card_class(cluster: RealCluster) -> None:
+    """A DeviceClass of the module's whole cards, once per cluster: without any class gpu-handler
+    offers nothing."""
+    selector = (
+        'device.driver == "gpu.deckhouse.io"'
+        ' && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
+    )
+    try:
+        cluster.create(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": WHOLE_CARD_CLASS},
+                "spec": {"selectors": [{"cel": {"expression": selector}}]},
+            }
+        )
+    except ApiError as error:
+        if error.status != 409:  # 409: made by an earlier node of the same cluster
+            raise

@@ -184,6 +184,8 @@ class ChaosRun:
             )
             self.kubeconfigs[name] = path
         world.ready_validator(cluster, self.node)
+        # Before gpu-handler: it publishes only what some DeviceClass may select (DESIGN.md D19).
+        world.whole_gpu_class(cluster, DEVICE_CLASS)
         kube = {name: ["--kubeconfig", str(path)] for name, path in self.kubeconfigs.items()}
         agent = ["--node-name", self.node, "--host-root", str(root), *kube[world.NODE_AGENT]]
         self.components[world.NODE_AGENT] = world.start(
@@ -215,7 +217,6 @@ class ChaosRun:
         self.report.rss_kib = {name: (rss_kib(c), 0) for name, c in self.components.items()}
         self.report.connections = {name: (p.open_connections(), 0) for name, p in self.proxies.items()}
         cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLAIMS_NAMESPACE}})
-        world.whole_gpu_class(cluster, DEVICE_CLASS)
 
     def _start_handler(self) -> None:
         logs = self.workdir / "logs"

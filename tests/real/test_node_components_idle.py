@@ -50,7 +50,8 @@ def test_an_idle_node_sends_nothing_but_its_watches_and_repairs_what_it_owns(nod
     opened = [r for records in watches.values() for r in records]
     assert all(r.query.get("allowWatchBookmarks") == "true" for r in opened)
     # Each selects this node: by the indexed fields where the server has them, by label for the
-    # PhysicalGPU custom resource (no index exists for custom resources).
+    # PhysicalGPU custom resource (no index exists for custom resources). The DeviceClasses are the
+    # cluster's, whole: offers follow them (DESIGN.md D19); a few objects that rarely change.
     selectors = sorted(
         {
             (r.path.rsplit("/", 1)[-1], r.query.get("fieldSelector") or r.query.get("labelSelector"))
@@ -58,12 +59,14 @@ def test_an_idle_node_sends_nothing_but_its_watches_and_repairs_what_it_owns(nod
         }
     )
     assert selectors == [
+        ("deviceclasses", None),
         ("nodes", f"metadata.name={node.name}"),
         ("physicalgpus", f"gpu.deckhouse.io/node={node.name}"),
         ("resourceslices", f"spec.nodeName={node.name},spec.driver=gpu.deckhouse.io"),
     ]
     # One watch per kind and component, none reopened within the run (they last 5-10 minutes).
     assert sorted((c, r.path.rsplit("/", 1)[-1]) for c, rs in watches.items() for r in rs) == [
+        ("gpu-handler", "deviceclasses"),
         ("gpu-handler", "nodes"),
         ("gpu-handler", "physicalgpus"),
         ("gpu-handler", "resourceslices"),
