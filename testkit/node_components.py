@@ -213,9 +213,9 @@ def requests_of(records: list[Record], keep: Callable[[Record], bool] = lambda r
 WHOLE_CARD_CLASS = "node-components-whole-card"
 
 
-def whole_card_class(cluster: RealCluster) -> None:
-    """A DeviceClass of the module's whole cards, once per cluster: without any class gpu-handler
-    offers nothing."""
+def whole_card_class(cluster: RealCluster, name: str = WHOLE_CARD_CLASS, *, exist_ok: bool = True) -> None:
+    """A DeviceClass of the module's whole cards (deviceType Physical): without any class
+    gpu-handler offers nothing. ``exist_ok``: made by an earlier node of the same cluster."""
     selector = (
         'device.driver == "gpu.deckhouse.io"'
         ' && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
@@ -225,10 +225,10 @@ def whole_card_class(cluster: RealCluster) -> None:
             {
                 "apiVersion": "resource.k8s.io/v1",
                 "kind": "DeviceClass",
-                "metadata": {"name": WHOLE_CARD_CLASS},
+                "metadata": {"name": name},
                 "spec": {"selectors": [{"cel": {"expression": selector}}]},
             }
         )
     except ApiError as error:
-        if error.status != 409:  # 409: made by an earlier node of the same cluster
+        if error.status != 409 or not exist_ok:
             raise

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from testkit.node_components import whole_card_class
 from testkit.real_cluster import (
     ApiError,
     Process,
@@ -283,19 +284,8 @@ def ready_validator(cluster: RealCluster, node: str) -> str:
 
 
 def whole_gpu_class(cluster: RealCluster, name: str) -> None:
-    """A DeviceClass of the module's whole cards (deviceType Physical)."""
-    selector = (
-        'device.driver == "gpu.deckhouse.io"'
-        ' && device.attributes["gpu.deckhouse.io"].deviceType == "Physical"'
-    )
-    cluster.create(
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": name},
-            "spec": {"selectors": [{"cel": {"expression": selector}}]},
-        }
-    )
+    """A DeviceClass of the module's whole cards (deviceType Physical), new."""
+    whole_card_class(cluster, name, exist_ok=False)
 
 
 def delete_quietly(cluster: RealCluster, path: str) -> None:
