@@ -23,7 +23,7 @@ from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from testkit.fake_apiserver import FakeApiServer
 from testkit.in_cluster import launcher_argv, service_account
 from testkit.waiting import free_port, wait_for
-from tests.adapters.admission_tls import issue
+from tests.adapters.process.admission_tls import issue
 from tests.cmd.test_node_agent_process import START_SECONDS, readyz
 
 CARD = "w1-0000-17-00-0"

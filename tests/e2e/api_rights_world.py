@@ -50,7 +50,7 @@ from testkit.kubeconfig import write_kubeconfig
 from testkit.prepare_world import allocate
 from testkit.waiting import wait_for
 from tests.e2e.sim_node import CARD_A, CARD_B, NODE, build_host, handler_args, ref
-from tests.services.sharing_world import MPS, share_claim, time_slicing
+from tests.services.prepare.sharing_world import MPS, share_claim, time_slicing
 from tests.support.controller_objects import add_pod, ready_status
 from tests.support.fake_kubelet import FakeKubelet, PluginConnection
 

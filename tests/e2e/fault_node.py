@@ -43,7 +43,7 @@ from tests.e2e.sim_node import (
     ref,
 )
 from tests.e2e.test_prepare_crash_vfio import AUDIO_A, build_vfio_host
-from tests.services.sharing_world import MPS, NAMESPACE, time_slicing
+from tests.services.prepare.sharing_world import MPS, NAMESPACE, time_slicing
 
 WHOLE_A = "gpu-0000-17-00-0"
 MIG_0, MIG_1 = (f"{WHOLE_A}-mig-1g-6gb-{start}" for start in (0, 1))

@@ -30,7 +30,7 @@ from deckhouse_gpu.services.runtime.events import EventRecorder
 from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
 from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from testkit.nvml_faults import Call, FaultKind, FaultyNVML, NvmlFaults, nvml_text
-from tests.services.test_capabilities import make_card
+from tests.services.publishing.test_capabilities import make_card
 
 CARDS = ("0000:17:00.0", "0000:31:00.0")
 BACKOFF = 5.0

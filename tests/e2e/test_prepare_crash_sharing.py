@@ -28,7 +28,7 @@ from testkit.gpu_objects import ready_card
 from tests.e2e import crash_node
 from tests.e2e.crash_node import Node
 from tests.e2e.sim_node import CARD_A, CARD_B, NODE, cdi_spec, checkpoint_claims, metadata_files
-from tests.services.sharing_world import MPS, NAMESPACE, share_claim, time_slicing
+from tests.services.prepare.sharing_world import MPS, NAMESPACE, share_claim, time_slicing
 
 DAEMON = "gpu-mps-w1-gpu-0000-17-00-0"
 node = crash_node.node  # a host root of its own per test, on this module's server

@@ -30,8 +30,8 @@ from testkit.waiting import free_port
 from tests.module.helm_render_sets import with_webhook_values
 from tests.real.component_world import Component, start
 from tests.real.conftest import cluster_of
-from tests.services.config_admission_objects import MAKERS, MPS, NVIDIA, TOO_HIGH, ours, theirs
-from tests.services.config_admission_objects import request as admission_request
+from tests.services.allocation.config_admission_objects import MAKERS, MPS, NVIDIA, TOO_HIGH, ours, theirs
+from tests.services.allocation.config_admission_objects import request as admission_request
 from tests.support.helm_chart import render
 
 WEBHOOK = "opaque-config.gpu.deckhouse.io"

@@ -20,7 +20,7 @@ from deckhouse_gpu.adapters.kube.kube_transport import in_cluster_transport
 from deckhouse_gpu.ports.kube import EVENTS, NODES, PHYSICAL_GPUS, Resource
 from testkit import kubeconfig as support_kubeconfig
 from testkit.fake_apiserver import FakeApiServer, RecordedRequest
-from tests.adapters.admission_tls import issue
+from tests.adapters.process.admission_tls import issue
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget", namespaced=True)
 RESOURCES = (NODES, EVENTS, PHYSICAL_GPUS, WIDGETS)

@@ -19,7 +19,7 @@ from deckhouse_gpu.k8s_semantics.allocator import constraints, counters, rules
 from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
 from deckhouse_gpu.k8s_semantics.allocator.reasons import Reason, Rule
 from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
-from tests.domain.allocation.one_device import Judged
+from tests.k8s_semantics.allocator.one_device import Judged
 from tests.support.allocation import (
     DRIVER,
     World,

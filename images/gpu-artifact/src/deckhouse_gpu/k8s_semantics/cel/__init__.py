@@ -23,7 +23,7 @@ bool, otherwise an error; every error fails the evaluation. Type checking is par
 (``typecheck``: it does not refuse list and map literals of mixed element types, which Kubernetes'
 homogeneous-literal check does) and the runtime cost is modelled on cel-go's (``costs``). The CEL
 specification's conformance cases run through ``engine.compile_value``
-(tests/domain/cel/test_conformance.py).
+(tests/k8s_semantics/cel/test_conformance.py).
 
 Not implemented, so refused at compile time rather than evaluated differently: timestamps and
 durations, optional types (``?.``, ``optional.of``), the URL, IP, CIDR, format and authz libraries,

@@ -9,7 +9,7 @@ An evaluation fails, with :class:`SelectorError`, on any CEL error, on a cost be
 
 :func:`compile_value` compiles an expression that is not a selector, closed or over variables of
 its own, into a :class:`CompiledExpression` that yields the CEL value; the conformance tests
-(tests/domain/cel/test_conformance.py) run the CEL specification's cases through it.
+(tests/k8s_semantics/cel/test_conformance.py) run the CEL specification's cases through it.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from deckhouse_gpu.k8s_semantics.cel.nodes import Fn, Node
 
 # The names in cel-python's grammar (celpy/cel.lark, pinned by requirements) that the compilers rely
 # on: rules (``tree.data``, dispatched on or read by position) and terminals (``token.type``).
-# tests/domain/cel/test_grammar.py holds the installed grammar to them, so that an upgrade that
+# tests/k8s_semantics/cel/test_grammar.py holds the installed grammar to them, so that an upgrade that
 # renames one fails there first.
 GRAMMAR_RULES: Final = frozenset(
     {

@@ -1,0 +1,125 @@
+# Copyright (c) 2026 Flant JSC
+# SPDX-License-Identifier: Apache-2.0
+
+"""cel-spec conformance cases (see spec.py): int64 and uint64 arithmetic with its overflow errors
+(integer_math.textproto) and double arithmetic (fp_math.textproto). Nothing left out."""
+
+from __future__ import annotations
+
+import math
+
+from tests.k8s_semantics.cel.conformance.spec import ERROR, U, spec_file, unchecked
+
+INTEGER_MATH = spec_file(
+    "integer_math",
+    {
+        "int64_math": [
+            ("add_positive_positive", "40 + 2", 42),
+            ("add_positive_negative", "42 + (-7)", 35),
+            ("add_negative_negative", "-4 + (-2)", -6),
+            ("sub_positive_positive", "42 - 12", 30),
+            ("sub_positive_negative", "42 - (-22)", 64),
+            ("sub_negative_negative", "-42 - (-12)", -30),
+            ("multiply_positive_positive", "42 * 2", 84),
+            ("multiply_positive_negative", "40 * (-2)", -80),
+            ("multiply_negative_negative", "-30 * (-2)", 60),
+            ("divide_positive_positive", "42 / 2", 21),
+            ("divide_positive_negative", "-20 / 2", -10),
+            ("divide_negative_negative", "-80 / (-2)", 40),
+            ("mod_positive_positive", "47 % 5", 2),
+            ("mod_positive_negative", "43 % (-5)", 3),
+            ("mod_negative_negative", "-42 % (-5)", -2),
+            ("mod_negative_positive", "-3 % 5", -3),
+            ("unary_minus_pos", "-(42)", -42),
+            ("unary_minus_neg", "-(-42)", 42),
+            ("unary_minus_no_overload", "-(42u)", unchecked(ERROR)),
+            ("unary_minus_not_bool", "-false", unchecked(ERROR)),
+            ("mod_zero", "34 % 0", ERROR),
+            ("negtive_zero", "-(0)", 0),
+            ("double_negative", "-(-42)", 42),
+            ("divide_zero", "15 / 0", ERROR),
+            ("multiply_zero", "15 * 0", 0),
+            ("add_left_identity", "0 + 17", 17),
+            ("add_right_identity", " 29 + 0", 29),
+            ("add_commutative", "75 + 15 == 15 + 75", True),
+            ("add_associative", "5 + (15 + 20) == (5 + 15) + 20", True),
+            ("mul_left_identity", "1 * 45", 45),
+            ("mul_right_identity", "-25 * 1", -25),
+            ("mul_commutative", "15 * 25 == 25 * 15", True),
+            ("mul_associative", "15 * (23 * 88) == (15 * 23) * 88", True),
+            ("add_mul_distribute", "5 * (15 + 25)  == 5 * 15 + 5 * 25", True),
+            ("int64_overflow_positive", "9223372036854775807 + 1", ERROR),
+            ("int64_overflow_negative", "-9223372036854775808 - 1", ERROR),
+            ("int64_overflow_add_negative", "-9223372036854775808 + (-1)", ERROR),
+            ("int64_overflow_sub_positive", "1 - (-9223372036854775807)", ERROR),
+            ("int64_min_negate", "-(-9223372036854775808)", ERROR),
+            ("int64_min_negate_mul", "(-9223372036854775808) * -1", ERROR),
+            ("int64_min_negate_div", "(-9223372036854775808)/-1", ERROR),
+            ("int64_overflow_mul_positive", "5000000000 * 5000000000", ERROR),
+            ("int64_overflow_mul_negative", "(-5000000000) * 5000000000", ERROR),
+            ("uint64_overflow_positive", "18446744073709551615u + 1u", ERROR),
+            ("uint64_overflow_negative", "0u - 1u", ERROR),
+            ("uint64_overflow_mul_positive", "5000000000u * 5000000000u", ERROR),
+        ],
+        "uint64_math": [
+            ("add", "42u + 2u", U(44)),
+            ("sub", "42u - 12u", U(30)),
+            ("multiply", "40u * 2u", U(80)),
+            ("divide", "60u / 2u", U(30)),
+            ("mod", "42u % 5u", U(2)),
+            ("negtive_no_overload", "-(5u)", unchecked(ERROR)),
+            ("mod_zero", "34u % 0u", ERROR),
+            ("divide_zero", "15u / 0u", ERROR),
+            ("multiply_zero", "15u * 0u", U(0)),
+            ("add_left_identity", "0u + 17u", U(17)),
+            ("add_right_identity", " 29u + 0u", U(29)),
+            ("add_commutative", "75u + 15u == 15u + 75u", True),
+            ("add_associative", "5u + (15u + 20u) == (5u + 15u) + 20u", True),
+            ("mul_left_identity", "1u * 45u", U(45)),
+            ("mul_right_identity", "25u * 1u", U(25)),
+            ("mul_commutative", "15u * 25u == 25u * 15u", True),
+            ("mul_associative", "15u * (23u * 88u) == (15u * 23u) * 88u", True),
+            ("add_mul_distribute", "5u * (15u + 25u)  == 5u * 15u + 5u * 25u", True),
+        ],
+    },
+)
+
+FP_MATH = spec_file(
+    "fp_math",
+    {
+        "fp_math": [
+            ("add_positive_positive", "4.25 + 15.25", 19.5),
+            ("add_positive_negative", "17.75 + (-7.75)", 10.0),
+            ("add_negative_negative", "-4.125 + (-2.125)", -6.25),
+            ("sub_positive_positive", "42.0 - 12.0", 30.0),
+            ("sub_positive_negative", "42.875 - (-22.0)", 64.875),
+            ("sub_negative_negative", "-4.875 - (-0.125)", -4.75),
+            ("multiply_positive_positive", "42.5 * 0.2", 8.5),
+            ("multiply_positive_negative", "40.75 * (-2.25)", -91.6875),
+            ("multiply_negative_negative", "-3.0 * (-2.5)", 7.5),
+            ("divide_positive_positive", "0.0625 / 0.002", 31.25),
+            ("divide_positive_negative", "-2.0 / 2.0", -1.0),
+            ("divide_negative_negative", "-8.875 / (-0.0625)", 142.0),
+            ("mod_not_support", "47.5 % 5.5", unchecked(ERROR)),
+            ("negative", "-(4.5)", -4.5),
+            ("double_negative", "-(-1.25)", 1.25),
+            ("negative_zero", "-(0.0)", -0.0),
+            ("divide_zero", "15.75 / 0.0", math.inf),
+            ("multiply_zero", "15.36 * 0.0", 0.0),
+            ("add_left_identity", "0.0 + 1.75", 1.75),
+            ("add_right_identity", " 2.5 + 0.0", 2.5),
+            ("add_commutative", "7.5 + 1.5 == 1.5 + 7.5", True),
+            ("add_associative", "5.625 + (15.75 + 2.0) == (5.625 + 15.75) + 2.0", True),
+            ("mul_left_identity", "1.0 * 45.25", 45.25),
+            ("mul_right_identity", "-25.25 * 1.0", -25.25),
+            ("mul_commutative", "1.5 * 25.875 == 25.875 * 1.5", True),
+            ("mul_associative", "1.5 * (23.625 * 0.75) == (1.5 * 23.625) * 0.75", True),
+            ("add_mul_distribute", "5.75 * (1.5 + 2.5)  == 5.75 * 1.5 + 5.75 * 2.5", True),
+            ("fp_overflow_positive", "2.0 * 8.988466e+307 ", math.inf),
+            ("fp_overflow_negative", "2.0 * -8.988466e+307 ", -math.inf),
+            ("fp_underflow", "1e-324  / 2.0", 0.0),
+        ],
+    },
+)
+
+CASES = [*INTEGER_MATH, *FP_MATH]
