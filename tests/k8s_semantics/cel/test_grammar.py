@@ -21,7 +21,7 @@ from deckhouse_gpu.k8s_semantics.cel.compiler.compile_base import GRAMMAR_RULES,
 from deckhouse_gpu.k8s_semantics.cel.compiler.compiler import Compiler
 from deckhouse_gpu.k8s_semantics.cel.compiler.typecheck import ARITHMETIC_TYPES
 
-ROOT = Path(__file__).resolve().parents[4]
+ROOT = Path(__file__).resolve().parents[3]
 PINNED = "0.5.0"
 REQUIREMENTS = (ROOT / "requirements-dev.txt", ROOT / "images" / "gpu-artifact" / "requirements.txt")
 # Rules of the grammar that the compiler does not read: a message's field initializers (message
