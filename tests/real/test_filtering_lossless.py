@@ -42,7 +42,7 @@ from deckhouse_gpu.domain.offers.slice_layout import render
 from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
 from testkit.gpu_objects import ready_card
 from testkit.real_cluster import RealCluster
-from tests.real.allocator_diff import ATTR, CAP, IS_OURS, Pools
+from tests.real.allocator_diff import ATTR, CAP, IS_OURS, Pools, class_objects
 from tests.real.test_allocator_vs_scheduler import CRASH, Case, Run
 
 CLAIMS = int(os.environ.get("FILTER_DIFF_CLAIMS", "20"))  # random ones, beside one per device
@@ -65,18 +65,6 @@ CLASS_SELECTORS = {
 EVERY = {"whole": 1, "small": 7, "half": 2, "a30-upper": 2}
 MIN_ALLOCATED = 0.3
 MIN_REFUSED = 0.1
-
-
-def class_objects(prefix: str) -> dict[str, dict[str, Any]]:
-    return {
-        role: {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": f"{prefix}-{role}"},
-            "spec": {"selectors": [{"cel": {"expression": expression}}]},
-        }
-        for role, expression in CLASS_SELECTORS.items()
-    }
 
 
 def layout(
@@ -207,7 +195,7 @@ def _per_request(results: Sequence[Mapping[str, Any]] | None) -> dict[str, int] 
 def test_filtered_offers_fit_the_same_claims_as_full_offers(real_cluster: RealCluster) -> None:
     token = secrets.token_hex(3)
     run = Run(real_cluster, token)
-    run.classes = class_objects(run.prefix)
+    run.classes = class_objects(run.prefix, CLASS_SELECTORS)
     class_names = {role: obj["metadata"]["name"] for role, obj in run.classes.items()}
     minor = int(real_cluster.version.split(".")[1])
     rng = random.Random(SEED * 100 + minor)  # noqa: S311 - test data, seeded to be replayable
