@@ -21,8 +21,13 @@ The same stream, node slices and classes run once per order of the MIG devices i
 - new: domain/offers/placement_order.py.
 
 Cards are in address order in all three (each card's devices together): the same for all.
-``python -m benchmarks.mig_packing [--nodes 1] [--cards 8] [--arrivals 150] [--seeds 1,2,3,4]
-[--scheduler 1.36+#138917]``; ``make bench`` runs it. On one node the scheduler's choice is the
+``python -m benchmarks.mig_packing [--nodes 1] [--cards 8] [--arrivals 150] [--seeds 1-5]
+[--offline-seeds 1-40] [--scheduler 1.36+#138917]``; ``make bench`` runs it. After the real
+scheduler's seeds, many more streams are replayed with the module's own allocator on the same
+slices (``replay``): a static order cannot win every stream (first fit does not know what
+arrives next), so the total and the median over many streams are what an order is judged by,
+and "served" (memory slices x steps of the instances placed) shows what a stream where the new
+order places fewer got instead. On one node the scheduler's choice is the
 device order alone; with several, it also picks at random among nodes that score alike.
 """
 
@@ -32,6 +37,7 @@ import argparse
 import functools
 import json
 import random
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,6 +49,13 @@ from deckhouse_gpu.domain.offers.card_offers import card_offers
 from deckhouse_gpu.domain.offers.class_demand import demand_of
 from deckhouse_gpu.domain.offers.model import CardOffers, OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import render
+from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
+from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
+from deckhouse_gpu.k8s_semantics.allocator.search import Allocator
+from deckhouse_gpu.k8s_semantics.resources.claims import parse_claim, parse_classes
+from deckhouse_gpu.k8s_semantics.resources.model import build_inventory
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
+from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 from testkit.gpu_objects import node_cards
 from testkit.real_cluster import ApiError, RealCluster
 
@@ -176,6 +189,12 @@ def packable(profiles: Sequence[str], cards: int) -> bool:
     return split(wanted, cards)
 
 
+@cache
+def slices_of(profile: str) -> int:
+    """Memory slices one instance of ``profile`` holds on the model."""
+    return max(place.bit_count() for place in placements()[profile])
+
+
 @dataclass
 class Outcome:
     order: str
@@ -185,6 +204,19 @@ class Outcome:
     pending_packable: int = 0
     seconds: float = 0.0
     placed_by_profile: dict[str, int] = field(default_factory=dict)
+    # Memory slices x steps the placed instances held (until they left or the stream ended): the
+    # work served. An order that places a large claim may refuse two small ones later for it.
+    served: int = 0
+
+    def place(self, request: Request, step: int, steps: int) -> None:
+        self.placed += 1
+        self.placed_by_profile[request.profile] = self.placed_by_profile.get(request.profile, 0) + 1
+        self.served += slices_of(request.profile) * (min(step + request.lifetime, steps) - step)
+
+    def refuse(self, running: Sequence[str], request: Request, cards: int) -> None:
+        self.pending += 1
+        if packable([*running, request.profile], cards):
+            self.pending_packable += 1
 
 
 def _claim(name: str, profile: str) -> dict[str, Any]:
@@ -280,15 +312,10 @@ def run_order(
             cluster.create(_pod(name, run))
             outcome.arrivals += 1
             if _verdict(cluster, name):
-                outcome.placed += 1
-                outcome.placed_by_profile[request.profile] = (
-                    outcome.placed_by_profile.get(request.profile, 0) + 1
-                )
+                outcome.place(request, step, len(requests))
                 running[name] = (request.profile, step + request.lifetime)
                 continue
-            outcome.pending += 1
-            if packable([profile for profile, _ in running.values()] + [request.profile], nodes * cards):
-                outcome.pending_packable += 1
+            outcome.refuse([profile for profile, _ in running.values()], request, nodes * cards)
             _remove(cluster, [name])
         _remove(cluster, list(running))
     finally:
@@ -298,16 +325,88 @@ def run_order(
     return outcome
 
 
+def replay(order: str, requests: Sequence[Request], nodes: int, cards: int) -> Outcome:
+    """The same stream answered by the module's own allocator (k8s_semantics/allocator, which
+    tests/real/test_allocator_vs_scheduler.py keeps equal to the real scheduler) on the same
+    slices, 1.36's rules: seconds instead of minutes, for many seeds. Several nodes are tried in
+    name order, where the real scheduler picks at random among nodes that score alike."""
+    semantics = Semantics("1.36")
+    template = node_template(order, cards)
+    names = [f"replay-{index}" for index in range(nodes)]
+    slices = [item for name in names for item in json.loads(template.replace(TOKEN, name))]
+    allocator = Allocator(
+        build_inventory(slices), semantics, CelMatcher(consumable_capacity=semantics.consumable)
+    )
+    known = parse_classes(classes())
+    outcome = Outcome(order)
+    running: dict[int, tuple[str, int, list[dict[str, Any]]]] = {}  # request -> (profile, leaves at, results)
+    for step, request in enumerate(requests):
+        for index in [index for index, (_, end, _) in running.items() if end <= step]:
+            del running[index]
+        state = AllocatedState()
+        for _, _, results in running.values():
+            for result in results:
+                state.add_result(result, semantics.consumable)
+        claim = parse_claim(_claim(f"r{request.index}", request.profile), known, semantics)
+        outcome.arrivals += 1
+        for name in names:
+            found = allocator.allocate([claim], Node(name), state)
+            if found.error:
+                raise RuntimeError(f"replay of request {request.index}: {found.error}")
+            if found.allocations is not None:
+                results = list(found.allocations[0]["devices"]["results"])
+                running[request.index] = (request.profile, step + request.lifetime, results)
+                outcome.place(request, step, len(requests))
+                break
+        else:
+            outcome.refuse([profile for profile, _, _ in running.values()], request, nodes * cards)
+    return outcome
+
+
+def offline(seeds: Sequence[int], arrivals: int, mean_life: float, nodes: int, cards: int,
+            orders: Sequence[str] = ORDERS) -> dict[str, list[Outcome]]:  # fmt: skip
+    """Every order on every seed, replayed (``replay``); per order the outcomes in seed order."""
+    found: dict[str, list[Outcome]] = {order: [] for order in orders}
+    for seed in seeds:
+        requests = stream(seed, arrivals, mean_life)
+        for order in orders:
+            found[order].append(replay(order, requests, nodes, cards))
+    return found
+
+
+def report_offline(found: dict[str, list[Outcome]], seeds: Sequence[int]) -> None:
+    span = f"seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} streams)"
+    print(f"\n  The module's allocator on the same slices, {span}")
+    print(f"  {'order':<8}{'placed':>8}{'median':>8}{'served':>9}   new against it, per seed")
+    new = found.get("new")
+    for order, outcomes in found.items():
+        placed = [o.placed for o in outcomes]
+        served = sum(o.served for o in outcomes)
+        line = f"  {order:<8}{sum(placed):>8}{statistics.median(placed):>8g}{served:>9}"
+        if new is not None and order != "new":
+            diffs = [n.placed - o.placed for n, o in zip(new, outcomes, strict=True)]
+            more = sum(1 for d in diffs if d > 0)
+            fewer = [d for d in diffs if d < 0]
+            instead = sum(
+                1 for n, o, d in zip(new, outcomes, diffs, strict=True) if d < 0 and n.served >= o.served
+            )
+            line += (
+                f"   more on {more}, as many on {diffs.count(0)}, fewer on {len(fewer)} "
+                f"(median {statistics.median(diffs):+g}; of the fewer, {instead} served more slice-steps)"
+            )
+        print(line)
+
+
 def report(outcomes: Sequence[Outcome]) -> None:
     print(
         f"  {'order':<8}{'arrivals':>9}{'placed':>8}{'Pending':>9}{'Pending, optimal would place':>30}"
-        f"{'wall s':>8}  placed by profile"
+        f"{'served':>8}{'wall s':>8}  placed by profile"
     )
     for o in outcomes:
         profiles = ", ".join(f"{p} {o.placed_by_profile.get(p, 0)}" for p, _ in MIX)
         print(
             f"  {o.order:<8}{o.arrivals:>9}{o.placed:>8}{o.pending:>9}{o.pending_packable:>30}"
-            f"{o.seconds:>8.0f}  {profiles}"
+            f"{o.served:>8}{o.seconds:>8.0f}  {profiles}"
         )
 
 
@@ -319,6 +418,7 @@ def total(order: str, outcomes: Sequence[Outcome]) -> Outcome:
         summed.pending += o.pending
         summed.pending_packable += o.pending_packable
         summed.seconds += o.seconds
+        summed.served += o.served
         for profile, count in o.placed_by_profile.items():
             summed.placed_by_profile[profile] = summed.placed_by_profile.get(profile, 0) + count
     return summed
@@ -329,9 +429,10 @@ def run(
     cards: int = 8,
     arrivals: int = 150,
     mean_life: float = 25.0,
-    seeds: Sequence[int] = (1, 2, 3, 4),
+    seeds: Sequence[int] = (1, 2, 3, 4, 5),
     label: str = "1.36+#138917",
     orders: Sequence[str] = ORDERS,
+    offline_seeds: Sequence[int] = tuple(range(1, 41)),
 ) -> list[Outcome]:
     version, binary, label = next(s for s in SCHEDULERS if s[2] == label)
     mix = ", ".join(f"{p} {w:.0%}" for p, w in MIX)
@@ -354,7 +455,18 @@ def run(
                 report([outcome])
     print("\n  All seeds")
     report([total(order, outcomes) for order in orders])
+    if offline_seeds:
+        report_offline(offline(offline_seeds, arrivals, mean_life, nodes, cards, orders), offline_seeds)
     return outcomes
+
+
+def seed_list(text: str) -> list[int]:
+    """``1,2,5-9`` -> [1, 2, 5, 6, 7, 8, 9]; empty: none."""
+    found: list[int] = []
+    for part in filter(None, text.split(",")):
+        first, _, last = part.partition("-")
+        found.extend(range(int(first), int(last or first) + 1))
+    return found
 
 
 def main() -> None:
@@ -365,7 +477,12 @@ def main() -> None:
     parser.add_argument(
         "--mean-life", type=float, default=25.0, help="steps a placed claim lives, on average"
     )
-    parser.add_argument("--seeds", default="1,2,3,4", help="comma-separated; one stream each")
+    parser.add_argument("--seeds", default="1-5", help="comma-separated, or ranges; one stream each")
+    parser.add_argument(
+        "--offline-seeds",
+        default="1-40",
+        help="streams replayed with the module's allocator after; empty: none",
+    )
     parser.add_argument("--scheduler", default="1.36+#138917", help="a label of real_scheduler.SCHEDULERS")
     parser.add_argument("--orders", default=",".join(ORDERS))
     args = parser.parse_args()
@@ -374,9 +491,10 @@ def main() -> None:
         args.cards,
         args.arrivals,
         args.mean_life,
-        [int(seed) for seed in args.seeds.split(",")],
+        seed_list(args.seeds),
         args.scheduler,
         args.orders.split(","),
+        seed_list(args.offline_seeds),
     )
 
 

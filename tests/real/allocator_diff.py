@@ -67,7 +67,7 @@ TAINT_VALUES = (("Unhealthy", "NoSchedule"), ("XidError", "NoSchedule"), ("GPULo
 Answer = tuple[tuple[Any, ...], ...] | None  # normalized results, or None: does not fit
 
 
-def class_objects(prefix: str) -> dict[str, dict[str, Any]]:
+def class_objects(prefix: str, selectors: Mapping[str, str] = CLASS_SELECTORS) -> dict[str, dict[str, Any]]:
     """The DeviceClasses of a run, by role."""
     return {
         role: {
@@ -76,7 +76,7 @@ def class_objects(prefix: str) -> dict[str, dict[str, Any]]:
             "metadata": {"name": f"{prefix}-{role}"},
             "spec": {"selectors": [{"cel": {"expression": expression}}]},
         }
-        for role, expression in CLASS_SELECTORS.items()
+        for role, expression in selectors.items()
     }
 
 

@@ -14,10 +14,15 @@ DeviceClasses have chosen which are offered:
 
 - smaller profiles first (fewer memory slices, then less memory, then NVML's order), so a class
   that accepts several profiles gets the smallest that fits;
-- within a profile, first the placements that overlap the fewest placements offered of larger
-  profiles, then the higher start: on an H100 or A100 a 1g instance goes to slice 6, then 5 and
-  4, keeping 4g/3g at slice 0 and the whole 7g free longest; with only 1g and 3g offered, the
-  1g instances fill one half of the card before the other.
+- within a profile, first the placements that strand the fewest memory slices: the region
+  around a placement is the smallest larger placement offered that holds it, and the slices of
+  that region which profiles no larger than this one could use but which no placement of this
+  profile covers are left to smaller ones only. On an H100 or A100 a 2g instance at slice 4
+  leaves slice 6 to 1g alone, while 2g at 0 and 2 tile their half: 2g goes to 2 and 0 first;
+- then the placements that overlap the fewest placements offered of larger profiles, then the
+  higher start: a 1g instance goes to slice 6, then 5 and 4, keeping 4g/3g at slice 0 and the
+  whole 7g free longest; 3g takes slice 4 before 0, keeping 4g's only placement; with only 1g
+  and 3g offered, the 1g instances fill one half of the card before the other.
 
 NVML's own order (and the module's earlier order, by device name) is the lowest start first,
 which is the slice every larger placement needs. benchmarks/mig_packing.py measures both on the
@@ -42,6 +47,12 @@ class Placement:
     def overlaps(self, other: Placement) -> bool:
         return self.start < other.start + other.size and other.start < self.start + self.size
 
+    def holds(self, other: Placement) -> bool:
+        return self.start <= other.start and other.start + other.size <= self.start + self.size
+
+    def slices(self) -> range:
+        return range(self.start, self.start + self.size)
+
 
 def packing_order(placements: Sequence[Placement]) -> list[Placement]:
     """``placements`` (of one card) in the order first fit packs best."""
@@ -52,12 +63,23 @@ def packing_order(placements: Sequence[Placement]) -> list[Placement]:
     def blocked(placement: Placement) -> int:
         return sum(1 for other in placements if other.size > placement.size and placement.overlaps(other))
 
-    def key(placement: Placement) -> tuple[int, int, int, int, int]:
+    def stranded(placement: Placement) -> int:
+        holders = [o for o in placements if o.size > placement.size and o.holds(placement)]
+        if not holders:
+            return 0
+        region = min(holders, key=lambda o: (o.size, o.start))
+        inside = [o for o in placements if o.size <= placement.size and region.holds(o)]
+        usable = {s for o in inside for s in o.slices()}
+        own = {s for o in inside if o.profile is placement.profile for s in o.slices()}
+        return len(usable - own)
+
+    def key(placement: Placement) -> tuple[int, int, int, int, int, int]:
         profile = placement.profile
         return (
             placement.size,
             int(profile.get("memoryMiB") or 0),
             profile_rank[id(profile)],
+            stranded(placement),
             blocked(placement),
             -placement.start,
         )
