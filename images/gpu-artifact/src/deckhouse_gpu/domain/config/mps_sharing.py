@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
@@ -82,7 +83,7 @@ class MpsStrategy:
     device_types: tuple[str, ...] = ("Physical", "MIG")
     config: type[SharingConfig] = MPS
     card_setting: CardSetting | None = COMPUTE_MODE
-    class_fields: dict[str, str] = {  # noqa: RUF012 - read only, as the protocol's
+    class_fields: Mapping[str, str] = {
         "sharePercent": (
             "time-slicing cannot hold a process to a share; a claim asks for its share with "
             "capacity.requests.sharePercent"

@@ -18,6 +18,7 @@ turns into its settings.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar, Protocol
@@ -73,7 +74,7 @@ class SharingStrategy(Protocol):
     card_setting: CardSetting | None  # the setting of a whole card its shares need; None: none
     # The fields of a GPUClass's spec.sharing it takes, each with why no other strategy takes it
     # (told when a class of another strategy sets it; "" says nothing more).
-    class_fields: dict[str, str]
+    class_fields: Mapping[str, str]
 
     def refusal(self, device_type: str) -> str:
         """Why a config of another device type may not ask for it, and what to use instead."""

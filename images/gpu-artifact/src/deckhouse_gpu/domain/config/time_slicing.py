@@ -10,6 +10,7 @@ cannot cap a process, so a share is accounting only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
@@ -67,7 +68,7 @@ class TimeSlicingStrategy:
     device_types: tuple[str, ...] = ("Physical",)
     config: type[SharingConfig] = TimeSlicing
     card_setting: CardSetting | None = TIME_SLICE
-    class_fields: dict[str, str] = {"interval": ""}  # noqa: RUF012 - read only, as the protocol's
+    class_fields: Mapping[str, str] = {"interval": ""}
 
     def refusal(self, device_type: str) -> str:
         return (
