@@ -10,12 +10,11 @@ import json
 
 import pytest
 
+from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.config.card_setting import CardSetting
-from deckhouse_gpu.domain.config.features import CARD_SETTINGS
 from deckhouse_gpu.domain.config.mps_sharing import COMPUTE_MODE
 from deckhouse_gpu.domain.config.time_slicing import TIME_SLICE, TimeSliceInterval
 from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, SharingError
-from deckhouse_gpu.simulator.host import sim_card_settings
 from deckhouse_gpu.simulator.host.driver_tree import write
 from deckhouse_gpu.simulator.host.sim_card_settings import BOOT_ID_FILE, STATE_FILE, SimCardSettings
 
@@ -56,7 +55,7 @@ def test_a_setting_registered_later_is_kept_by_its_name_and_an_older_file_is_at_
 ):
     process(root).apply(A30, TIME_SLICE, TimeSliceInterval.LONG)  # a file of the settings before
     fan = CardSetting("fanMode", "fan", "Auto", ("Auto", "Max"), frozenset({"Max"}))
-    monkeypatch.setattr(sim_card_settings, "CARD_SETTINGS", (*CARD_SETTINGS, fan))
+    monkeypatch.setattr(features, "CARD_SETTINGS", (*features.CARD_SETTINGS, fan))
     later = process(root)
     assert (later.read(A30, TIME_SLICE), later.read(A30, fan)) == ("Long", "Auto")
     later.apply(T4, fan, "Max")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons, pod_ready
-from deckhouse_gpu.domain.config.features import CARD_SETTINGS
+from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.naming import physical_name
 from deckhouse_gpu.domain.offers.model import DRIVER
 from deckhouse_gpu.domain.prepare.mps_pod import daemon_of, daemons_selector
@@ -78,7 +78,9 @@ def describe_cards(api: KubeAPI, node: str, settings: SimCardSettings, cards: It
         )
         lines.append(
             f"  {card} "
-            + "".join(f"{setting.label} {settings.read(card, setting)}, " for setting in CARD_SETTINGS)
+            + "".join(
+                f"{setting.label} {settings.read(card, setting)}, " for setting in features.CARD_SETTINGS
+            )
             + (daemons or "no MPS daemon")
         )
     return lines

@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from deckhouse_gpu.domain.config.features import CARD_SETTINGS
+from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon, wanted_daemons
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
@@ -108,7 +108,7 @@ def settle_cards(cards: Iterable[str], checkpoint: Checkpoint, host: SharingHost
 
 
 def _settle_card(card: str, wanted: dict[str, str], host: SharingHost) -> None:
-    for setting in CARD_SETTINGS:
+    for setting in features.CARD_SETTINGS:
         value = setting.target(wanted.get(setting.name), host.settings.read(card, setting))
         if value is not None:
             host.settings.apply(card, setting, value)

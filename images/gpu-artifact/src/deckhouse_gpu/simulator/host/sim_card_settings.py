@@ -25,8 +25,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from deckhouse_gpu.adapters.files.atomic_file import replace_file
+from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.config.card_setting import CardSetting
-from deckhouse_gpu.domain.config.features import CARD_SETTINGS
 from deckhouse_gpu.domain.config.mps_sharing import COMPUTE_MODE, ComputeMode
 from deckhouse_gpu.domain.config.time_slicing import TIME_SLICE, TimeSliceInterval
 from deckhouse_gpu.ports.sharing import SharingError
@@ -38,7 +38,7 @@ VERSION = 1
 
 
 def _defaults() -> dict[str, str]:
-    return {setting.name: setting.default for setting in CARD_SETTINGS}
+    return {setting.name: setting.default for setting in features.CARD_SETTINGS}
 
 
 class SimCardSettings:
@@ -135,7 +135,9 @@ class SimCardSettings:
                 return
             for card, saved in document["cards"].items():
                 if card in self.values:
-                    self.values[card] = {setting.name: _saved(saved, setting) for setting in CARD_SETTINGS}
+                    self.values[card] = {
+                        setting.name: _saved(saved, setting) for setting in features.CARD_SETTINGS
+                    }
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise self._unreadable(f"bad content: {error!r}") from None
 
