@@ -255,7 +255,7 @@ STRATEGY_IMPORTERS = {
     "domain/prepare/mps.py": "MPS's control daemon, a host helper of its own",
     "services/prepare/prepare_sharing_steps.py": "the start-mps step and the MPS client's edits",
     "adapters/nvml/card_settings_nvidia.py": "an applier per card setting: NVML and nvidia-smi are hardware",
-    "simulator/host/sim_card_settings.py": "the simulated card's readers by name, for tests and the demo",
+    "simulator/host/sim_card_settings.py": "the simulated card's readers by name, for tests",
     "ports/sharing.py": "ComputeMode, where the tests import it from",
 }
 

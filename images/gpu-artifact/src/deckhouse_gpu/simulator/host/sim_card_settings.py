@@ -76,7 +76,7 @@ class SimCardSettings:
             self.values[card][setting.name] = value
             self.calls.append((setting.name, card, value))
 
-    # By name, for tests and the demo: what nvidia-smi -q would show of the two settings today.
+    # By name, for tests: the two settings the strategies need today (the port is read and apply).
     def time_slice(self, card: str) -> TimeSliceInterval:
         return TimeSliceInterval(self._value(card, TIME_SLICE))
 
