@@ -24,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
 from deckhouse_gpu.services.prepare.service import PrepareService
 from testkit.prepare_world import PrepareWorld, allocate, allocate_share, build_world
@@ -64,7 +65,10 @@ def measure_share(label: str, percent: str, sharing: dict[str, Any], root: Path)
         lambda world, name: allocate_share(world.api, name, "gpu-0000-17-00-0", percent, parameters),
     )
     # Each round must really have set the card up and given it back, or the figure measures nothing.
-    change = "set_compute_mode" if sharing["strategy"] == "MPS" else "set_time_slice"
+    strategy = features.named(sharing["strategy"])
+    assert strategy is not None
+    assert strategy.card_setting is not None
+    change = strategy.card_setting.name
     made = sum(1 for call in world.settings.calls if call[0] == change)
     if made != 2 * ROUNDS:
         raise RuntimeError(f"{label}: {made} {change} calls in {ROUNDS} rounds, expected {2 * ROUNDS}")

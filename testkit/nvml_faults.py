@@ -27,16 +27,17 @@ from typing import TypeVar
 
 import pynvml
 
+from deckhouse_gpu.adapters.nvml.card_settings_nvidia import NvidiaCardSettings
 from deckhouse_gpu.adapters.nvml.nvml_errors import describe
 from deckhouse_gpu.adapters.nvml.nvml_mig import code_name
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
+from deckhouse_gpu.domain.config.card_setting import CardSetting
 from deckhouse_gpu.domain.inventory.nvml_snapshot import DeviceSnapshot, DriverInfo
 from deckhouse_gpu.domain.prepare.container.cdi_spec import DeviceNode
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.domain.prepare.vfio import PciFunction
 from deckhouse_gpu.ports.mig import MigControl, MigError
 from deckhouse_gpu.ports.nvml import NVML, NVMLQueryFailed, NVMLUnavailable
-from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, SharingError
+from deckhouse_gpu.ports.sharing import CardSettings, SharingError
 from deckhouse_gpu.ports.vfio import GpuProcesses, VfioError, VfioHost
 
 T = TypeVar("T")
@@ -194,7 +195,9 @@ class FaultyMig:
 
 
 class FaultySettings:
-    """CardSettings failing as adapters/nvml/card_settings_nvidia.py fails (time_slice reads no NVML)."""
+    """CardSettings failing as adapters/nvml/card_settings_nvidia.py fails: each setting's call
+    sites named after the adapter's applier for it (a read with no NVML call behind it, the
+    time-slice's, does not fail)."""
 
     def __init__(self, inner: CardSettings, faults: NvmlFaults) -> None:
         self.inner, self.faults = inner, faults
@@ -202,20 +205,15 @@ class FaultySettings:
     def _guard(self, method: str, card: str) -> None:
         self.faults.guard("settings", method, card, _sharing_error(card))
 
-    def time_slice(self, card: str) -> TimeSliceInterval | None:
-        return self.inner.time_slice(card)
+    def read(self, card: str, setting: CardSetting) -> str | None:
+        reader, _ = NvidiaCardSettings.APPLIERS[setting.name]
+        if f"settings.{reader}" in FUNCTIONS:
+            self._guard(reader, card)
+        return self.inner.read(card, setting)
 
-    def set_time_slice(self, card: str, interval: TimeSliceInterval) -> None:
-        self._guard("set_time_slice", card)
-        self.inner.set_time_slice(card, interval)
-
-    def compute_mode(self, card: str) -> ComputeMode:
-        self._guard("compute_mode", card)
-        return self.inner.compute_mode(card)
-
-    def set_compute_mode(self, card: str, mode: ComputeMode) -> None:
-        self._guard("set_compute_mode", card)
-        self.inner.set_compute_mode(card, mode)
+    def apply(self, card: str, setting: CardSetting, value: str) -> None:
+        self._guard(NvidiaCardSettings.APPLIERS[setting.name][1], card)
+        self.inner.apply(card, setting, value)
 
 
 class FaultyGpuProcesses:

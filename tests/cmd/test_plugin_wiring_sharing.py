@@ -14,6 +14,7 @@ from deckhouse_gpu.adapters.nvml.nvml_real import RealNVML
 from deckhouse_gpu.cmd.gpu_handler import main as handler
 from deckhouse_gpu.cmd.gpu_handler import wiring as handler_wiring
 from deckhouse_gpu.cmd.gpu_handler.plugin_wiring import build_prepare, sharing_host
+from deckhouse_gpu.domain.config.mps_sharing import COMPUTE_MODE
 from deckhouse_gpu.domain.prepare.mps import daemon_for
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.ports.clock import SystemClock
@@ -52,7 +53,7 @@ def test_a_simulated_node_keeps_settings_under_its_host_root_and_runs_the_real_p
     host.settings.set_compute_mode(CARD_A, ComputeMode.EXCLUSIVE_PROCESS)
     assert (root / STATE_FILE).exists()
     again = sharing_host(args, kube, handler_wiring.make_nvml(args, [CARD_A, CARD_B]))
-    assert again.settings.compute_mode(CARD_A) == ComputeMode.EXCLUSIVE_PROCESS  # a successor sees it
+    assert again.settings.read(CARD_A, COMPUTE_MODE) == ComputeMode.EXCLUSIVE_PROCESS  # a successor sees it
     assert isinstance(host.daemons, SimulatedKubeletMps)
     plan = DevicePlan("gpu", NODE, "gpu-0000-17-00-0", CARD_A, "Physical", share_id="s", uuid="GPU-1")
     daemon = daemon_for(plan, NODE, host.plugin_dir, "GPU-1")

@@ -36,7 +36,7 @@ from deckhouse_gpu.adapters.kube.kube_client import load_kube
 from deckhouse_gpu.adapters.process import json_logging
 from deckhouse_gpu.cmd.gpu_handler import wiring as handler_wiring
 from deckhouse_gpu.cmd.gpu_handler.plugin_wiring import build_prepare
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
+from deckhouse_gpu.domain.config.card_setting import CardSetting
 from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, Decoded
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon
@@ -44,7 +44,7 @@ from deckhouse_gpu.ports.checkpoint import CheckpointStore
 from deckhouse_gpu.ports.clock import SystemClock
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.ports.mig import MigControl
-from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, MpsDaemons
+from deckhouse_gpu.ports.sharing import CardSettings, MpsDaemons
 from deckhouse_gpu.ports.vfio import VfioHost
 from deckhouse_gpu.services.prepare.service import PrepareService
 from deckhouse_gpu.simulator import gpu_handler as gpu_handler_sim
@@ -141,18 +141,11 @@ class TrappedSettings:
     def __init__(self, inner: CardSettings, trap: Trap) -> None:
         self.inner, self.trap = inner, trap
 
-    def time_slice(self, card: str) -> TimeSliceInterval | None:
-        return self.inner.time_slice(card)
+    def read(self, card: str, setting: CardSetting) -> str | None:
+        return self.inner.read(card, setting)
 
-    def set_time_slice(self, card: str, interval: TimeSliceInterval) -> None:
-        self.inner.set_time_slice(card, interval)
-        self.trap.count("share")
-
-    def compute_mode(self, card: str) -> ComputeMode:
-        return self.inner.compute_mode(card)
-
-    def set_compute_mode(self, card: str, mode: ComputeMode) -> None:
-        self.inner.set_compute_mode(card, mode)
+    def apply(self, card: str, setting: CardSetting, value: str) -> None:
+        self.inner.apply(card, setting, value)
         self.trap.count("share")
 
 

@@ -117,7 +117,7 @@ def test_the_sharing_scenario_step_by_step(cluster: SimulatedCluster) -> None:
     assert (pod["metadata"]["name"], pod["spec"]["nodeName"], ready(pod)) == (DAEMON, NODE, True)
     [container] = pod["spec"]["containers"]
     assert {"name": "CUDA_VISIBLE_DEVICES", "value": uuid} in container["env"]
-    assert f"  {CARD} compute mode ExclusiveProcess, time-slice Default, MPS daemon {DAEMON} Ready" in report
+    assert f"  {CARD} time-slice Default, compute mode ExclusiveProcess, MPS daemon {DAEMON} Ready" in report
 
     step(cluster, 2)
     env, mounts = mps_edits(cluster, "mps-large")
@@ -146,11 +146,11 @@ def test_the_sharing_scenario_step_by_step(cluster: SimulatedCluster) -> None:
     assert settings.compute_mode(CARD) == ComputeMode.DEFAULT
     assert str(settings.time_slice(CARD)) == "Default"
     # The mode was set once for the first share and given back once after the last.
-    assert [c for c in settings.calls if c[0] == "set_compute_mode"] == [
-        ("set_compute_mode", CARD, "ExclusiveProcess"),
-        ("set_compute_mode", CARD, "Default"),
+    assert [c for c in settings.calls if c[0] == "computeMode"] == [
+        ("computeMode", CARD, "ExclusiveProcess"),
+        ("computeMode", CARD, "Default"),
     ]
-    assert f"  {CARD} compute mode Default, time-slice Default, no MPS daemon" in report
+    assert f"  {CARD} time-slice Default, compute mode Default, no MPS daemon" in report
 
 
 def test_make_demo_with_the_sharing_scenario_prints_the_limits_and_the_card() -> None:
@@ -166,6 +166,6 @@ def test_make_demo_with_the_sharing_scenario_prints_the_limits_and_the_card() ->
     assert "=18432M" in large
     assert f"prepare failed: card {CARD} is shared with MPS by claim demo/mps-" in sliced
     assert (
-        f"{CARD} compute mode ExclusiveProcess, time-slice Default, MPS daemon {DAEMON} Ready" in first_gone
+        f"{CARD} time-slice Default, compute mode ExclusiveProcess, MPS daemon {DAEMON} Ready" in first_gone
     )
-    assert f"{CARD} compute mode Default, time-slice Default, no MPS daemon" in last_gone
+    assert f"{CARD} time-slice Default, compute mode Default, no MPS daemon" in last_gone

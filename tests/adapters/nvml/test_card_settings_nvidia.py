@@ -15,7 +15,10 @@ import pytest
 
 from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot
 from deckhouse_gpu.adapters.nvml.card_settings_nvidia import NvidiaCardSettings, nvidia_smi_bus_id
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
+from deckhouse_gpu.domain.config.card_setting import CardSetting
+from deckhouse_gpu.domain.config.features import CARD_SETTINGS
+from deckhouse_gpu.domain.config.mps_sharing import COMPUTE_MODE
+from deckhouse_gpu.domain.config.time_slicing import TIME_SLICE, TimeSliceInterval
 from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, SharingError
 from deckhouse_gpu.simulator.host.driver_tree import link, write
 from tests.support import fake_pynvml
@@ -58,7 +61,11 @@ def test_the_bus_id_is_written_as_nvidia_smi_writes_it():
 def test_compute_mode_is_read_and_set_through_nvml(tmp_path):
     card, port = settings(tmp_path)
     checked: CardSettings = port
-    assert checked.compute_mode(A30) == ComputeMode.DEFAULT
+    assert checked.read(A30, COMPUTE_MODE) == ComputeMode.DEFAULT
+    checked.apply(A30, COMPUTE_MODE, ComputeMode.EXCLUSIVE_PROCESS)
+    assert card.compute_mode == 3
+    port.set_compute_mode(A30, ComputeMode.DEFAULT)
+    assert port.compute_mode(A30) == ComputeMode.DEFAULT
     port.set_compute_mode(A30, ComputeMode.EXCLUSIVE_PROCESS)
     assert card.compute_mode == 3
     assert port.compute_mode(A30) == ComputeMode.EXCLUSIVE_PROCESS
@@ -66,6 +73,20 @@ def test_compute_mode_is_read_and_set_through_nvml(tmp_path):
     assert card.compute_mode == 2
     port.set_compute_mode(A30, ComputeMode.DEFAULT)
     assert card.compute_mode == 0
+
+
+def test_every_registered_card_setting_has_an_applier_and_an_unknown_one_is_refused(tmp_path):
+    _, port = settings(tmp_path)
+    for setting in CARD_SETTINGS:
+        reader, maker = port.APPLIERS[setting.name]
+        assert callable(getattr(port, reader)), setting.name
+        assert callable(getattr(port, maker)), setting.name
+    unknown = CardSetting("powerLimit", "power limit", "Default", ("Default", "Low"), frozenset({"Low"}))
+    with pytest.raises(
+        SharingError, match=r"card 0000:17:00\.0: gpu-handler cannot make the card setting powerLimit"
+    ):
+        port.apply(A30, unknown, "Low")
+    assert port.read(A30, TIME_SLICE) is None  # not in NVML: always set
 
 
 def test_nvml_refusals_and_unknown_cards_are_sharing_errors(tmp_path):
@@ -103,6 +124,8 @@ def test_the_interval_is_set_with_nvidia_smi_from_the_driver_root(tmp_path):
     assert preload == f"LD_PRELOAD={tmp_path}/root/usr/lib64/libnvidia-ml.so.580.95.05"
     port.set_time_slice(A30, TimeSliceInterval.DEFAULT)
     assert record.read_text().splitlines()[4] == "0"
+    port.apply(A30, TIME_SLICE, "Medium")  # the port's call, through the setting's applier
+    assert record.read_text().splitlines()[4] == "2"
     assert smi.exists()
 
 

@@ -20,7 +20,7 @@ import deckhouse_gpu
 from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.config.opaque_config import ConfigError, decode, encode
 from deckhouse_gpu.domain.config.opaque_types import API_VERSION, DRIVER, ConfigType, kind_of
-from deckhouse_gpu.domain.gpuclass.spec import Strategy
+from deckhouse_gpu.domain.gpuclass.spec import InvalidSpec, parse_spec
 from deckhouse_gpu.domain.prepare.checkpoint import SHARING_STRATEGIES
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -46,8 +46,39 @@ def test_the_crd_the_gpuclass_spec_and_the_checkpoint_allow_the_registered_strat
     names = list(features.names())
     assert crd_strategies()
     assert all(enum == names for enum in crd_strategies())
-    assert [member.value for member in Strategy] == names
+    for name in names:  # a GPUClass may ask for each, and for nothing else
+        sharing = parse_spec({"deviceKind": "Share", "sharing": {"strategy": name}}).sharing
+        assert sharing is not None
+        assert sharing.strategy == name
+    with pytest.raises(InvalidSpec, match=" or ".join(names)):
+        parse_spec({"deviceKind": "Share", "sharing": {"strategy": "Unregistered"}})
     assert tuple(names) == SHARING_STRATEGIES
+
+
+def test_the_crd_gives_each_class_field_to_the_strategy_that_takes_it() -> None:
+    """A GPUClass's spec.sharing fields are the strategies' ``class_fields``, and the CRD's rule
+    for each lets it only with its strategy, as the controller's check does (spec.py)."""
+    crd = yaml.safe_load((ROOT / "crds" / "gpuclass.yaml").read_text())
+    owners = {field: strategy.name for strategy in features.STRATEGIES for field in strategy.class_fields}
+    for version in crd["spec"]["versions"]:
+        sharing = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["sharing"]
+        assert set(sharing["properties"]) - {"strategy"} == set(owners)
+        rules = {rule["fieldPath"]: rule["rule"] for rule in sharing["x-kubernetes-validations"]}
+        assert rules == {
+            f".{field}": f"!has(self.{field}) || self.strategy == '{name}'" for field, name in owners.items()
+        }
+        for field, name in owners.items():
+            other = next(s.name for s in features.STRATEGIES if s.name != name)
+            with pytest.raises(InvalidSpec, match=f"spec.sharing.{field}: only with strategy {name}"):
+                parse_spec(
+                    {
+                        "deviceKind": "Share",
+                        "sharing": {
+                            "strategy": other,
+                            field: sharing["properties"][field].get("enum", [1])[0],
+                        },
+                    }
+                )
 
 
 def opaque_parameters(node: Any) -> list[dict[str, Any]]:
@@ -171,9 +202,10 @@ class _Quiet:
         raise AssertionError(path)
 
 
-def spelled_names(path: Path) -> list[tuple[int, str]]:
-    """Every string constant of the module that is exactly a registered strategy's name."""
-    names = set(features.names())
+def spelled_names(path: Path, names: set[str] | None = None) -> list[tuple[int, str]]:
+    """Every string constant of the module that is exactly a registered strategy's name (or one of
+    ``names``)."""
+    names = set(features.names()) if names is None else names
     tree = ast.parse(path.read_text())
     return [
         (node.lineno, node.value)
@@ -194,3 +226,58 @@ def test_no_module_spells_a_strategys_name_but_the_strategys_own() -> None:
     assert found == {}
     for path, name in STRATEGY_MODULES.items():
         assert [value for _, value in spelled_names(path)] == [name]  # named once, by its NAME
+
+
+def test_no_module_spells_a_card_settings_name_but_its_strategys_own() -> None:
+    """The settle, the port and the simulated card take a card setting's name from the setting."""
+    names = {setting.name for setting in features.CARD_SETTINGS}
+    assert len(names) == len(features.CARD_SETTINGS)
+    owners = {
+        path: {strategy.card_setting.name}
+        for path, strategy in zip(STRATEGY_MODULES, features.STRATEGIES, strict=True)
+        if strategy.card_setting is not None
+    }
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        spelled = [
+            (line, name) for line, name in spelled_names(path, names) if name not in owners.get(path, ())
+        ]
+        if spelled:
+            found[str(path.relative_to(PACKAGE))] = spelled
+    assert found == {}
+
+
+# Modules that import a strategy's own module besides the registry, each for a reason DESIGN.md
+# D20 gives: every other module asks the registry, so a branch on a strategy's types (an
+# isinstance of its plan, its settings built by hand) cannot come back unnoticed.
+STRATEGY_IMPORTERS = {
+    "domain/config/features.py": "the registry",
+    "domain/prepare/mps.py": "MPS's control daemon, a host helper of its own",
+    "services/prepare/prepare_sharing_steps.py": "the start-mps step and the MPS client's edits",
+    "adapters/nvml/card_settings_nvidia.py": "an applier per card setting: NVML and nvidia-smi are hardware",
+    "simulator/host/sim_card_settings.py": "the simulated card's readers by name, for tests",
+    "ports/sharing.py": "ComputeMode, where the tests import it from",
+}
+
+
+def strategy_importers() -> set[str]:
+    strategies = {type(strategy).__module__ for strategy in features.STRATEGIES}
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            imported = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.Import):
+                imported = [alias.name for alias in node.names]
+            if set(imported) & strategies and path not in STRATEGY_MODULES:
+                found.add(str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_only_the_modules_d20_lists_import_a_strategys_own_module() -> None:
+    assert strategy_importers() == set(STRATEGY_IMPORTERS)
+    design = (ROOT / "docs" / "internal" / "DESIGN.md").read_text()
+    d20 = design[design.index("### D20.") :]
+    for module in STRATEGY_IMPORTERS:
+        assert f"`{module}`" in d20, module

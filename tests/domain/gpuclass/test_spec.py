@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from deckhouse_gpu.domain.gpuclass.spec import DeviceKind, InvalidSpec, Strategy, parse_spec
+from deckhouse_gpu.domain.config.mps_sharing import MPS
+from deckhouse_gpu.domain.gpuclass.spec import DeviceKind, InvalidSpec, parse_spec
 from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
 
 
@@ -53,7 +54,7 @@ def test_a_full_spec_is_read() -> None:
 def test_a_share_and_a_mig_profile() -> None:
     share = parse_spec({"deviceKind": "Share", "sharing": {"strategy": "MPS", "sharePercent": 25}})
     assert share.sharing is not None
-    assert (share.sharing.strategy, share.sharing.share_percent) == (Strategy.MPS, 25)
+    assert (share.sharing.strategy, share.sharing.settings) == ("MPS", MPS(25))
     mig = parse_spec({"deviceKind": "MIG", "migProfile": "1g.6gb+me"})
     assert mig.mig_profile == "1g.6gb+me"
 

@@ -15,12 +15,12 @@ from deckhouse_gpu.domain.prepare.mps import (
     MpsRefused,
     client_edits,
     daemon_for,
-    mps_cards,
     one_daemon_per_claim,
     pod_name,
     wanted_daemons,
 )
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
+from deckhouse_gpu.domain.prepare.sharing import card_settings
 
 CARD = "0000:17:00.0"
 PLUGIN = "/var/lib/kubelet/plugins/gpu.deckhouse.io"
@@ -50,7 +50,7 @@ def test_one_daemon_per_card_for_every_mps_share_of_it():
     assert daemon.pipe_dir == f"{PLUGIN}/mps/gpu-0000-17-00-0/pipe"
     assert daemon.shm_dir.endswith("/shm")
     assert daemon.log_dir.endswith("/log")
-    assert mps_cards(shares) == {CARD}
+    assert card_settings(shares) == {CARD: {"computeMode": "ExclusiveProcess"}}
 
 
 def test_a_mig_instance_gets_its_daemon_once_it_exists_and_needs_no_card_mode():
@@ -59,7 +59,7 @@ def test_a_mig_instance_gets_its_daemon_once_it_exists_and_needs_no_card_mode():
     after = entry("u1", replace(MIG, sharing=MpsPlan()), mig=(RECORD,))
     daemon = wanted_daemons([after], "w1", PLUGIN)["gpu-mps-w1-gpu-0000-17-00-0-mig-1g-6gb-2"]
     assert daemon.visible_device == "MIG-5"
-    assert mps_cards([after]) == set()
+    assert card_settings([after]) == {}  # compute mode is a setting of the whole card
 
 
 def test_devices_without_mps_need_no_daemon():

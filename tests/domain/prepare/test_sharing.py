@@ -17,12 +17,12 @@ from deckhouse_gpu.domain.prepare.plan import DevicePlan
 from deckhouse_gpu.domain.prepare.sharing import (
     SharingRefused,
     asked_memory_mib,
+    card_settings,
     device_sharing,
     share_percent,
     sharing_conflicts,
 )
 from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
-from deckhouse_gpu.services.prepare.sharing_settle import card_time_slices
 
 A30_MIB = 24576
 CARD = "0000:17:00.0"
@@ -116,12 +116,15 @@ def test_only_shares_of_the_same_card_meet_and_a_claim_never_conflicts_with_itse
     assert sharing_conflicts("u2", [mig], [entry("u3", share("s3", TimeSlicePlan()))]) == []
 
 
-def test_card_time_slices_name_only_the_cards_time_sliced_shares_ask_for():
+def test_each_card_is_given_the_setting_its_own_shares_ask_for():
+    other = "0000:31:00.0"
     entries = [
         entry("u1", share("s1", TimeSlicePlan(TimeSliceInterval.LONG))),
-        entry("u2", replace(share("s2", MpsPlan()), card="0000:31:00.0")),
+        entry("u2", replace(share("s2", MpsPlan()), card=other)),
+        entry("u3", replace(share("", MpsPlan()), kind="MIG", share_id=None, card="0000:4b:00.0")),
+        entry("u4", replace(share("s4", None), card="0000:ca:00.0")),  # no sharing config: the card's own
     ]
-    assert card_time_slices(entries) == {CARD: TimeSliceInterval.LONG}
+    assert card_settings(entries) == {CARD: {"timeSlice": "Long"}, other: {"computeMode": "ExclusiveProcess"}}
 
 
 def test_memory_a_share_asked_for_is_its_mps_memory_limit():

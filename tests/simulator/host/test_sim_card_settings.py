@@ -1,7 +1,8 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Simulated cards' sharing settings: kept per card, kept on disk across processes, reset by a reboot."""
+"""Simulated cards' sharing settings: kept per card, kept on disk across processes, reset by a reboot;
+every registered card setting by its name, so a new one needs no change of the simulated card."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import json
 
 import pytest
 
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.config.card_setting import CardSetting
+from deckhouse_gpu.domain.config.mps_sharing import COMPUTE_MODE
+from deckhouse_gpu.domain.config.time_slicing import TIME_SLICE, TimeSliceInterval
 from deckhouse_gpu.ports.sharing import CardSettings, ComputeMode, SharingError
 from deckhouse_gpu.simulator.host.driver_tree import write
 from deckhouse_gpu.simulator.host.sim_card_settings import BOOT_ID_FILE, STATE_FILE, SimCardSettings
@@ -30,18 +34,33 @@ def process(root) -> SimCardSettings:
 
 def test_cards_start_at_the_defaults_and_keep_what_is_set_each():
     settings: CardSettings = SimCardSettings([A30, T4])
-    assert settings.time_slice(A30) == TimeSliceInterval.DEFAULT
-    assert settings.compute_mode(A30) == ComputeMode.DEFAULT
-    settings.set_time_slice(A30, TimeSliceInterval.LONG)
-    settings.set_compute_mode(T4, ComputeMode.EXCLUSIVE_PROCESS)
-    assert (settings.time_slice(A30), settings.compute_mode(A30)) == (
+    assert settings.read(A30, TIME_SLICE) == TimeSliceInterval.DEFAULT
+    assert settings.read(A30, COMPUTE_MODE) == ComputeMode.DEFAULT
+    settings.apply(A30, TIME_SLICE, TimeSliceInterval.LONG)
+    settings.apply(T4, COMPUTE_MODE, ComputeMode.EXCLUSIVE_PROCESS)
+    assert (settings.read(A30, TIME_SLICE), settings.read(A30, COMPUTE_MODE)) == (
         TimeSliceInterval.LONG,
         ComputeMode.DEFAULT,
     )
-    assert (settings.time_slice(T4), settings.compute_mode(T4)) == (
+    assert (settings.read(T4, TIME_SLICE), settings.read(T4, COMPUTE_MODE)) == (
         TimeSliceInterval.DEFAULT,
         ComputeMode.EXCLUSIVE_PROCESS,
     )
+    with pytest.raises(SharingError, match="'Sometimes' is not a value of timeSlice"):
+        settings.apply(A30, TIME_SLICE, "Sometimes")
+
+
+def test_a_setting_registered_later_is_kept_by_its_name_and_an_older_file_is_at_its_default(
+    root, monkeypatch
+):
+    process(root).apply(A30, TIME_SLICE, TimeSliceInterval.LONG)  # a file of the settings before
+    fan = CardSetting("fanMode", "fan", "Auto", ("Auto", "Max"), frozenset({"Max"}))
+    monkeypatch.setattr(features, "CARD_SETTINGS", (*features.CARD_SETTINGS, fan))
+    later = process(root)
+    assert (later.read(A30, TIME_SLICE), later.read(A30, fan)) == ("Long", "Auto")
+    later.apply(T4, fan, "Max")
+    assert process(root).read(T4, fan) == "Max"
+    assert json.loads((root / STATE_FILE).read_text())["cards"][T4]["fanMode"] == "Max"
 
 
 @pytest.mark.parametrize(
@@ -72,8 +91,8 @@ def test_an_injected_failure_fails_every_call_about_that_card_until_healed():
     settings.set_time_slice(A30, TimeSliceInterval.SHORT)
     assert settings.time_slice(A30) == TimeSliceInterval.SHORT
     assert settings.calls == [
-        ("set_compute_mode", T4, "ExclusiveProcess"),
-        ("set_time_slice", A30, "Short"),
+        ("computeMode", T4, "ExclusiveProcess"),
+        ("timeSlice", A30, "Short"),
     ]
 
 

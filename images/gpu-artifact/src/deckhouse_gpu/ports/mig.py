@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from deckhouse_gpu.domain.prepare.mig_instance import MigInstance
+from deckhouse_gpu.ports.host_change import HostChangeError
 
 
-class MigError(Exception):
+class MigError(HostChangeError):
     """A MIG operation failed; the message says which card, what and why."""
 
 

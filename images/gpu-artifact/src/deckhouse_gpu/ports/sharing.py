@@ -5,37 +5,32 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Protocol
 
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
+from deckhouse_gpu.domain.config.card_setting import CardSetting
+from deckhouse_gpu.domain.config.mps_sharing import ComputeMode
 from deckhouse_gpu.domain.prepare.mps import MpsDaemon
+from deckhouse_gpu.ports.host_change import HostChangeError
+
+__all__ = ["CardSettings", "ComputeMode", "MpsDaemons", "SharingError"]  # ComputeMode: where tests import it
 
 
-class SharingError(Exception):
+class SharingError(HostChangeError):
     """A sharing setting could not be read or made; the message says which card, what and why."""
 
 
-class ComputeMode(StrEnum):
-    """NVML's compute modes (nvidia-smi -c); MPS needs EXCLUSIVE_PROCESS while its daemon runs."""
-
-    DEFAULT = "Default"
-    EXCLUSIVE_PROCESS = "ExclusiveProcess"
-    PROHIBITED = "Prohibited"
-
-
 class CardSettings(Protocol):
-    def time_slice(self, card: str) -> TimeSliceInterval | None:
-        """The card's time-slice interval; None where it cannot be read (then it is always set)."""
+    """A card's settings that sharing strategies need (``features.CARD_SETTINGS``), each read and
+    made by the setting it is: an adapter holds one applier per setting it can make."""
+
+    def read(self, card: str, setting: CardSetting) -> str | None:
+        """The card's value of ``setting``; None where it cannot be read (then it is always applied)."""
         ...
 
-    def set_time_slice(self, card: str, interval: TimeSliceInterval) -> None:
-        """What ``nvidia-smi compute-policy --set-timeslice`` does; SharingError on failure."""
+    def apply(self, card: str, setting: CardSetting, value: str) -> None:
+        """Gives the card ``value`` of ``setting``; SharingError on failure, a setting this host
+        cannot make included."""
         ...
-
-    def compute_mode(self, card: str) -> ComputeMode: ...
-
-    def set_compute_mode(self, card: str, mode: ComputeMode) -> None: ...
 
 
 class MpsDaemons(Protocol):

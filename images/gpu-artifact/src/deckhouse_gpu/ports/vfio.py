@@ -12,9 +12,10 @@ from typing import Protocol
 
 from deckhouse_gpu.domain.prepare.container.cdi_spec import DeviceNode
 from deckhouse_gpu.domain.prepare.vfio import PciFunction
+from deckhouse_gpu.ports.host_change import HostChangeError
 
 
-class VfioError(Exception):
+class VfioError(HostChangeError):
     """A sysfs read or write failed; the message names the file, the function and what to do."""
 
 

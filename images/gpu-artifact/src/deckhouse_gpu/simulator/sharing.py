@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from deckhouse_gpu.adapters.kube.mps_daemon_pods import KubeMpsDaemons, pod_ready
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
+from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.naming import physical_name
 from deckhouse_gpu.domain.offers.model import DRIVER
 from deckhouse_gpu.domain.prepare.mps_pod import daemon_of, daemons_selector
 from deckhouse_gpu.ports.kube import PODS, KubeAPI
-from deckhouse_gpu.ports.sharing import ComputeMode
 from deckhouse_gpu.services.prepare.sharing_host import SharingHost
 from deckhouse_gpu.simulator.host.sim_card_settings import SimCardSettings
 from deckhouse_gpu.simulator.host.sim_mps_kubelet import SimulatedKubeletMps
@@ -50,8 +49,7 @@ def sharing_host(api: KubeAPI, node: str, root: Path, settings: SimCardSettings)
 
 def card_appeared(settings: SimCardSettings, card: str) -> None:
     """A card the driver binds (hot-plug or rebind) starts at the driver's defaults, as on a host."""
-    settings.modes[card] = ComputeMode.DEFAULT
-    settings.intervals[card] = TimeSliceInterval.DEFAULT
+    settings.appeared(card)
 
 
 def cards_of_claim(claim: dict[str, Any], cards: Iterable[str]) -> list[str]:
@@ -67,8 +65,9 @@ def cards_of_claim(claim: dict[str, Any], cards: Iterable[str]) -> list[str]:
 
 
 def describe_cards(api: KubeAPI, node: str, settings: SimCardSettings, cards: Iterable[str]) -> list[str]:
-    """Each card's compute mode and time-slice interval (what ``nvidia-smi -q`` shows) and the
-    MPS daemon Pod serving it, if any (what ``kubectl -n d8-gpu get pods`` shows)."""
+    """Each card's sharing settings (what ``nvidia-smi -q`` shows: the time-slice interval, the
+    compute mode) and the MPS daemon Pod serving it, if any (what ``kubectl -n d8-gpu get pods``
+    shows)."""
     pods = api.list(PODS, label_selector=daemons_selector(node), namespace=MPS_NAMESPACE).items
     lines = []
     for card in cards:
@@ -78,7 +77,10 @@ def describe_cards(api: KubeAPI, node: str, settings: SimCardSettings, cards: It
             for pod in serving
         )
         lines.append(
-            f"  {card} compute mode {settings.compute_mode(card)}, time-slice {settings.time_slice(card)}, "
-            f"{daemons or 'no MPS daemon'}"
+            f"  {card} "
+            + "".join(
+                f"{setting.label} {settings.read(card, setting)}, " for setting in features.CARD_SETTINGS
+            )
+            + (daemons or "no MPS daemon")
         )
     return lines

@@ -200,7 +200,7 @@ class SimulatedCluster:
                 *vfio_cards(self.api, node.spec.name, root, cards),
                 *describe_payload(root, ref.uid),
             ]
-        cards = cards_of_claim(claim, node.settings.modes)  # the NVML library may be broken now
+        cards = cards_of_claim(claim, node.settings.values)  # the NVML library may be broken now
         return lines + describe_cards(self.api, node.spec.name, node.settings, cards)
 
     def _vm_pod(self, node: SimulatedNode, args: dict[str, Any]) -> list[str]:

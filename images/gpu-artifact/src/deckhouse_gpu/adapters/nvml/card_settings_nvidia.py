@@ -1,7 +1,9 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""A card's sharing settings on real hardware (``ports.sharing.CardSettings``).
+"""A card's sharing settings on real hardware (``ports.sharing.CardSettings``): one applier (a
+reader and a maker) per card setting a strategy needs, registered in ``APPLIERS``; a new setting
+adds its pair of methods and its line there.
 
 The compute mode goes through NVML (``nvmlDeviceGet/SetComputeMode``) on the handle the
 snapshots use. The time-slice interval has no NVML call: the library's public API (nvidia-ml-py
@@ -13,17 +15,19 @@ from the driver root, with ``libnvidia-ml.so.1`` preloaded as ``run_nvidia_smi``
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from deckhouse_gpu.adapters.host.driver_root import MountedDriverRoot
 from deckhouse_gpu.adapters.nvml.nvml_errors import describe
 from deckhouse_gpu.adapters.nvml.nvml_real import RealNVML, normalize_pci_address
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
+from deckhouse_gpu.domain.config.card_setting import CardSetting
+from deckhouse_gpu.domain.config.mps_sharing import COMPUTE_MODE, ComputeMode
+from deckhouse_gpu.domain.config.time_slicing import TIME_SLICE, TimeSliceInterval
 from deckhouse_gpu.domain.prepare.container.driver_layout import BINARY_DIRS, LIBRARY_DIRS
 from deckhouse_gpu.ports.nvml import NVMLError
-from deckhouse_gpu.ports.sharing import ComputeMode, SharingError
+from deckhouse_gpu.ports.sharing import SharingError
 
 NVIDIA_SMI = "nvidia-smi"
 NVML_LIBRARY = "libnvidia-ml.so.1"
@@ -50,6 +54,13 @@ def find_in_root(tree: MountedDriverRoot, name: str, directories: tuple[str, ...
 
 
 class NvidiaCardSettings:
+    # A card setting's name -> the methods that read and make it (testkit's fault wrappers name
+    # their call sites after them).
+    APPLIERS: ClassVar[Mapping[str, tuple[str, str]]] = {
+        TIME_SLICE.name: ("time_slice", "set_time_slice"),
+        COMPUTE_MODE.name: ("compute_mode", "set_compute_mode"),
+    }
+
     def __init__(
         self,
         nvml: RealNVML,
@@ -60,13 +71,30 @@ class NvidiaCardSettings:
     ) -> None:
         self.nvml, self.driver_root, self.run, self.timeout_s = nvml, driver_root, run, timeout_s
 
+    def read(self, card: str, setting: CardSetting) -> str | None:
+        reader: Callable[[str], str | None] = getattr(self, self._applier(card, setting)[0])
+        return reader(card)
+
+    def apply(self, card: str, setting: CardSetting, value: str) -> None:
+        maker: Callable[[str, str], None] = getattr(self, self._applier(card, setting)[1])
+        maker(card, value)
+
+    def _applier(self, card: str, setting: CardSetting) -> tuple[str, str]:
+        applier = self.APPLIERS.get(setting.name)
+        if applier is None:
+            raise SharingError(
+                f"card {card}: gpu-handler cannot make the card setting {setting.name} on NVIDIA cards"
+            )
+        return applier
+
     def time_slice(self, card: str) -> TimeSliceInterval | None:
         """Always None: the interval is not in NVML, and nvidia-smi shows it only in its
         human-readable output (``compute-policy -l``), whose wording is not a stable format, so
         prepare sets it every time instead of trusting a parse."""
         return None
 
-    def set_time_slice(self, card: str, interval: TimeSliceInterval) -> None:
+    def set_time_slice(self, card: str, value: str) -> None:
+        interval = TimeSliceInterval(value)
         smi = find_in_root(self.driver_root, NVIDIA_SMI, BINARY_DIRS)
         library = find_in_root(self.driver_root, NVML_LIBRARY, LIBRARY_DIRS)
         if smi is None or library is None:
@@ -108,8 +136,8 @@ class NvidiaCardSettings:
             raise SharingError(f"card {card}: NVML reports compute mode {code}, unknown to gpu-handler")
         return mode
 
-    def set_compute_mode(self, card: str, mode: ComputeMode) -> None:
-        self._call(card, "nvmlDeviceSetComputeMode", _CODES[mode])
+    def set_compute_mode(self, card: str, mode: str) -> None:
+        self._call(card, "nvmlDeviceSetComputeMode", _CODES[ComputeMode(mode)])
 
     def _call(self, card: str, query: str, *args: Any) -> Any:
         try:

@@ -3,10 +3,11 @@
 
 """The one place that names each sharing strategy and each device type (DESIGN.md D20).
 
-The opaque config's decoder and encoder, the allocation audit, prepare's sharing and the GPUClass
-spec ask here instead of naming a strategy themselves; a new strategy is one module filling
-``SharingStrategy`` (domain/config/sharing_strategy.py) and its line in ``STRATEGIES``. The order
-of ``STRATEGIES`` is the order messages list them in.
+The opaque config's decoder and encoder, the allocation audit, prepare's sharing, the settle of
+the card settings and the GPUClass spec and render ask here instead of naming a strategy
+themselves; a new strategy is one module filling ``SharingStrategy``
+(domain/config/sharing_strategy.py) and its line in ``STRATEGIES``. The order of ``STRATEGIES``
+is the order messages list them in, and ``CARD_SETTINGS`` the order a card is settled in.
 
 A device type is an offer type (the ResourceSlice attribute ``deviceType``) an opaque config kind
 is meant for: ``GpuConfig`` for a whole card, ``MigDeviceConfig`` for a MIG instance
@@ -15,12 +16,18 @@ is meant for: ``GpuConfig`` for a whole card, ``MigDeviceConfig`` for a MIG inst
 
 from __future__ import annotations
 
+from deckhouse_gpu.domain.config.card_setting import CardSetting
 from deckhouse_gpu.domain.config.mps_sharing import MPS_SHARING
 from deckhouse_gpu.domain.config.opaque_types import DeviceConfig, DeviceType, GPUConfig, MIGConfig
 from deckhouse_gpu.domain.config.sharing_strategy import SharingConfig, SharingPlan, SharingStrategy
 from deckhouse_gpu.domain.config.time_slicing import TIME_SLICING, TimeSlicing
 
 STRATEGIES: tuple[SharingStrategy, ...] = (TIME_SLICING, MPS_SHARING)
+
+# The settings of a whole card the strategies need, in the order a card is settled in.
+CARD_SETTINGS: tuple[CardSetting, ...] = tuple(
+    strategy.card_setting for strategy in STRATEGIES if strategy.card_setting is not None
+)
 
 # Device type -> the config kind meant for it, whose ``sharing`` may name a strategy.
 DEVICE_TYPES: dict[DeviceType, type[GPUConfig] | type[MIGConfig]] = {"Physical": GPUConfig, "MIG": MIGConfig}

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from deckhouse_gpu.domain.config.card_setting import CardSetting
 from deckhouse_gpu.domain.config.json_words import join, json_type
 from deckhouse_gpu.domain.config.sharing_strategy import (
     FieldReader,
@@ -34,6 +37,26 @@ NAME = "MPS"
 MIB = 1024 * 1024
 _FIELDS = ("defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit")
 _PLAN_FIELDS = ("mpsThreadPercentage", "mpsMemoryLimitMiB")  # of a checkpoint record
+
+
+class ComputeMode(StrEnum):
+    """NVML's compute modes (nvidia-smi -c); MPS needs EXCLUSIVE_PROCESS while its daemon runs."""
+
+    DEFAULT = "Default"
+    EXCLUSIVE_PROCESS = "ExclusiveProcess"
+    PROHIBITED = "Prohibited"
+
+
+# A whole card shared through MPS stays in EXCLUSIVE_PROCESS meanwhile; a MIG instance's daemon
+# needs no mode (compute mode is a setting of the whole card). Only what MPS set is given back:
+# PROHIBITED is an operator's choice, not ours.
+COMPUTE_MODE = CardSetting(
+    name="computeMode",
+    label="compute mode",
+    default=ComputeMode.DEFAULT,
+    values=tuple(ComputeMode),
+    given_back=frozenset({ComputeMode.EXCLUSIVE_PROCESS}),
+)
 
 
 @dataclass(frozen=True)
@@ -59,6 +82,13 @@ class MpsStrategy:
     nvidia_field = "mpsConfig"
     device_types: tuple[str, ...] = ("Physical", "MIG")
     config: type[SharingConfig] = MPS
+    card_setting: CardSetting | None = COMPUTE_MODE
+    class_fields: Mapping[str, str] = {
+        "sharePercent": (
+            "time-slicing cannot hold a process to a share; a claim asks for its share with "
+            "capacity.requests.sharePercent"
+        )
+    }
 
     def refusal(self, device_type: str) -> str:
         return f"{NAME} is not available for {device_type} devices"
@@ -136,6 +166,23 @@ class MpsStrategy:
 
     def describe(self, plan: SharingPlan) -> str:
         return NAME
+
+    def card_value(self, plan: SharingPlan) -> str:
+        return ComputeMode.EXCLUSIVE_PROCESS
+
+    def class_settings(self, fields: dict[str, Any], path: str, problems: list[str]) -> MPS | None:
+        # A class's share is each client's share of the multiprocessors: the thread percentage.
+        percent = fields.get("sharePercent")
+        if percent is None:
+            return None
+        if type(percent) is not int or not 1 <= percent <= 100:
+            problems.append(f"{join(path, 'sharePercent')}: {percent!r} is not an integer from 1 to 100")
+            return None
+        return MPS(percent)
+
+    def class_words(self, config: SharingConfig | None) -> str:
+        percent = config.default_active_thread_percentage if isinstance(config, MPS) else None
+        return f"{NAME} share" + (f" {percent}%" if percent else "")
 
 
 def _pinned_memory(reader: FieldReader, value: Any, path: str) -> Quantity | None:

@@ -10,15 +10,20 @@ config selects it (``sharing.strategy``), which object holds its settings (``sha
 which device types may use it, how its settings are read strictly and written back, and what it
 asks of the whole card (two shares of one card must ask the same). On the node, it also says what
 prepare applies to a device under it (its ``SharingPlan``, limits resolved from the device's
-share) and how that plan is kept in the checkpoint: its own flat fields of the device's record,
-next to ``sharing: <name>``.
+share), how that plan is kept in the checkpoint (its own flat fields of the device's record, next
+to ``sharing: <name>``) and the setting of the whole card it needs meanwhile (``card_setting``).
+A GPUClass asks for it by name with fields of its own (``class_fields``), which the strategy
+turns into its settings.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar, Protocol
+
+from deckhouse_gpu.domain.config.card_setting import CardSetting
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,10 @@ class SharingStrategy(Protocol):
     nvidia_field: str  # NVIDIA's name of that object, named in the hint when a config copies it
     device_types: tuple[str, ...]  # the offer types (deviceType) whose config may ask for it
     config: type[SharingConfig]  # what ``read`` returns
+    card_setting: CardSetting | None  # the setting of a whole card its shares need; None: none
+    # The fields of a GPUClass's spec.sharing it takes, each with why no other strategy takes it
+    # (told when a class of another strategy sets it; "" says nothing more).
+    class_fields: Mapping[str, str]
 
     def refusal(self, device_type: str) -> str:
         """Why a config of another device type may not ask for it, and what to use instead."""
@@ -112,4 +121,19 @@ class SharingStrategy(Protocol):
 
     def describe(self, plan: SharingPlan) -> str:
         """The plan in a message naming two shares that cannot sit on one card."""
+        ...
+
+    def card_value(self, plan: SharingPlan) -> str:
+        """The value of ``card_setting`` a whole card needs while a device of it is shared under
+        ``plan`` (the settle folds it per card over every entry, domain/prepare/sharing.py)."""
+        ...
+
+    def class_settings(self, fields: dict[str, Any], path: str, problems: list[str]) -> SharingConfig | None:
+        """Its settings from the ``class_fields`` a GPUClass's ``path`` (spec.sharing) sets, only
+        those given; each problem appended with its path; None when none is set (or none is valid):
+        the class then names the strategy alone."""
+        ...
+
+    def class_words(self, config: SharingConfig | None) -> str:
+        """What a class of these settings selects, for the SELECTS column of kubectl get gpuc."""
         ...

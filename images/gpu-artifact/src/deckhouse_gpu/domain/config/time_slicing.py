@@ -10,11 +10,13 @@ cannot cap a process, so a share is accounting only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from deckhouse_gpu.domain.config.card_setting import CardSetting
 from deckhouse_gpu.domain.config.json_words import join, one_of, shown
 from deckhouse_gpu.domain.config.sharing_strategy import FieldReader, PlanReader, SharingConfig, SharingPlan
 
@@ -36,6 +38,16 @@ class TimeSliceInterval(StrEnum):
         return list(TimeSliceInterval).index(self)
 
 
+# The interval is a setting of the whole card (nvidia-smi compute-policy --set-timeslice).
+TIME_SLICE = CardSetting(
+    name=_TIME_SLICE,
+    label="time-slice",
+    default=TimeSliceInterval.DEFAULT,
+    values=tuple(TimeSliceInterval),
+    given_back=frozenset(TimeSliceInterval) - {TimeSliceInterval.DEFAULT},
+)
+
+
 @dataclass(frozen=True)
 class TimeSlicing(SharingConfig):
     interval: TimeSliceInterval = TimeSliceInterval.DEFAULT
@@ -55,6 +67,8 @@ class TimeSlicingStrategy:
     nvidia_field = "timeSlicingConfig"
     device_types: tuple[str, ...] = ("Physical",)
     config: type[SharingConfig] = TimeSlicing
+    card_setting: CardSetting | None = TIME_SLICE
+    class_fields: Mapping[str, str] = {"interval": ""}
 
     def refusal(self, device_type: str) -> str:
         return (
@@ -104,6 +118,24 @@ class TimeSlicingStrategy:
     def describe(self, plan: SharingPlan) -> str:
         assert isinstance(plan, TimeSlicePlan)
         return f"{NAME} with interval {plan.interval}"
+
+    def card_value(self, plan: SharingPlan) -> str:
+        assert isinstance(plan, TimeSlicePlan)
+        return plan.interval
+
+    def class_settings(self, fields: dict[str, Any], path: str, problems: list[str]) -> TimeSlicing | None:
+        interval = fields.get("interval")
+        if interval is None:
+            return None
+        if interval not in list(TimeSliceInterval):
+            problems.append(
+                f"{join(path, 'interval')}: {interval!r} is not one of {', '.join(TimeSliceInterval)}"
+            )
+            return None
+        return TimeSlicing(TimeSliceInterval(interval))
+
+    def class_words(self, config: SharingConfig | None) -> str:
+        return f"{NAME} share"
 
 
 TIME_SLICING = TimeSlicingStrategy()

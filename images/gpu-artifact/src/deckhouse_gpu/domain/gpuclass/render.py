@@ -20,12 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from deckhouse_gpu.domain.config.mps_sharing import MPS, MPS_SHARING
+from deckhouse_gpu.domain.config import features
 from deckhouse_gpu.domain.config.opaque_types import API_VERSION as CONFIG_API_VERSION
 from deckhouse_gpu.domain.config.opaque_types import GPU_KIND, VFIO_KIND
-from deckhouse_gpu.domain.config.time_slicing import TIME_SLICING, TimeSliceInterval, TimeSlicing
 from deckhouse_gpu.domain.gpuclass import API_VERSION, KIND
-from deckhouse_gpu.domain.gpuclass.spec import DeviceKind, GpuClassSpec, Strategy
+from deckhouse_gpu.domain.gpuclass.spec import DeviceKind, GpuClassSpec, Sharing
 
 DRIVER = "gpu.deckhouse.io"
 DEVICE_CLASS_API_VERSION = "resource.k8s.io/v1"
@@ -93,16 +92,20 @@ def opaque_config(spec: GpuClassSpec) -> list[Object]:
         # What the virtualization module sends in its own claims, too (DESIGN.md D14).
         parameters = {"apiVersion": CONFIG_API_VERSION, "kind": VFIO_KIND}
     elif spec.sharing is not None:
-        sharing: Object = {"strategy": spec.sharing.strategy.value}
-        if spec.sharing.strategy is Strategy.TIME_SLICING and spec.sharing.interval:
-            interval = TimeSliceInterval(spec.sharing.interval)
-            sharing[TIME_SLICING.field] = TIME_SLICING.write(TimeSlicing(interval))
-        if spec.sharing.strategy is Strategy.MPS and spec.sharing.share_percent is not None:
-            sharing[MPS_SHARING.field] = MPS_SHARING.write(MPS(spec.sharing.share_percent))
-        parameters = {"apiVersion": CONFIG_API_VERSION, "kind": GPU_KIND, "sharing": sharing}
+        parameters = {"apiVersion": CONFIG_API_VERSION, "kind": GPU_KIND, "sharing": _sharing(spec.sharing)}
     if parameters is None:
         return []
     return [{"opaque": {"driver": DRIVER, "parameters": parameters}}]
+
+
+def _sharing(sharing: Sharing) -> Object:
+    """The config's ``sharing``: the strategy by name, and its settings' object only when the
+    class set some (a strategy's defaults are the strategy's to apply, not the class's)."""
+    rendered: Object = {"strategy": sharing.strategy}
+    if sharing.settings is not None:
+        strategy = features.strategy_of(sharing.settings)
+        rendered[strategy.field] = strategy.write(sharing.settings)
+    return rendered
 
 
 def owner_reference(gpu_class: Object) -> Object:
@@ -183,8 +186,8 @@ def summary(spec: GpuClassSpec) -> str:
         case DeviceKind.MIG:
             words = [f"MIG {spec.mig_profile}"]
         case DeviceKind.SHARE if spec.sharing is not None:
-            percent = spec.sharing.share_percent
-            words = [f"{spec.sharing.strategy.value} share" + (f" {percent}%" if percent else "")]
+            strategy = features.named(spec.sharing.strategy)
+            words = [strategy.class_words(spec.sharing.settings) if strategy else spec.sharing.strategy]
         case _:
             words = ["whole card" + (" for VMs" if spec.vfio else "")]
     cards = spec.cards

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from deckhouse_gpu.domain.config import mps_sharing, time_slicing
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.config.sharing_strategy import SharingConfig
 from deckhouse_gpu.k8s_semantics.apimachinery.label_selector import Selector, parse_selector
 from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
 
@@ -24,17 +25,9 @@ from deckhouse_gpu.k8s_semantics.apimachinery.quantity import Quantity
 class DeviceKind(StrEnum):
     WHOLE = "Whole"  # a whole card, exclusively
     MIG = "MIG"  # one MIG instance of a given profile
-    SHARE = "Share"  # a share of a card on a sharing node, TimeSlicing or MPS
+    SHARE = "Share"  # a share of a card on a sharing node, under a strategy of the registry
 
 
-class Strategy(StrEnum):
-    """The strategies a class may ask for: those of the registry (domain/config/features.py)."""
-
-    TIME_SLICING = time_slicing.NAME
-    MPS = mps_sharing.NAME
-
-
-INTERVALS = tuple(time_slicing.TimeSliceInterval)
 MAX_MODELS = 32
 # The driver's attribute values are at most 64 bytes (docs/DRA.md, "Attributes").
 _ATTRIBUTE_TEXT = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.+ ]{0,63}")
@@ -64,9 +57,11 @@ class Cards:
 
 @dataclass(frozen=True)
 class Sharing:
-    strategy: Strategy
-    share_percent: int | None = None  # MPS only: each client's share of the multiprocessors
-    interval: str | None = None  # TimeSlicing only
+    """A class's strategy (a name of domain/config/features.py) and the settings the strategy
+    made of its fields (``SharingStrategy.class_settings``); None: none set."""
+
+    strategy: str
+    settings: SharingConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -215,28 +210,25 @@ def _sharing(raw: Any, kind: DeviceKind | None, problems: list[str]) -> Sharing 
     if not isinstance(raw, dict):
         problems.append("spec.sharing: must be an object")
         return None
-    try:
-        strategy = Strategy(str(raw.get("strategy")))
-    except ValueError:
-        problems.append(f"spec.sharing.strategy: {raw.get('strategy')!r} is not {' or '.join(Strategy)}")
+    strategy = features.named(raw.get("strategy"))
+    if strategy is None:
+        names = " or ".join(features.names())
+        problems.append(f"spec.sharing.strategy: {raw.get('strategy')!r} is not {names}")
         return None
-    percent, interval = raw.get("sharePercent"), raw.get("interval")
-    if percent is not None:
-        if strategy is not Strategy.MPS:
+    settings = None
+    # Every strategy's fields in the registry's order: the chosen one's make its settings, another's
+    # is refused naming its strategy, and still checked so that every problem is told at once.
+    for owner in features.STRATEGIES:
+        fields = {field: raw[field] for field in owner.class_fields if raw.get(field) is not None}
+        for field in fields if owner is not strategy else ():
+            why = owner.class_fields[field]
             problems.append(
-                "spec.sharing.sharePercent: only with strategy MPS (time-slicing cannot hold a "
-                "process to a share; a claim asks for its share with capacity.requests.sharePercent)"
+                f"spec.sharing.{field}: only with strategy {owner.name}" + (f" ({why})" if why else "")
             )
-        if type(percent) is not int or not 1 <= percent <= 100:
-            problems.append(f"spec.sharing.sharePercent: {percent!r} is not an integer from 1 to 100")
-            percent = None
-    if interval is not None:
-        if strategy is not Strategy.TIME_SLICING:
-            problems.append("spec.sharing.interval: only with strategy TimeSlicing")
-        if interval not in INTERVALS:
-            problems.append(f"spec.sharing.interval: {interval!r} is not one of {', '.join(INTERVALS)}")
-            interval = None
-    return Sharing(strategy, percent, interval)
+        made = owner.class_settings(fields, "spec.sharing", problems)
+        if owner is strategy:
+            settings = made
+    return Sharing(strategy.name, settings)
 
 
 def _extended_resource_name(value: Any, kind: DeviceKind | None, problems: list[str]) -> str | None:

@@ -110,18 +110,6 @@ def wanted_daemons(entries: Iterable[ClaimEntry], node: str, plugin_dir: str) ->
     return wanted
 
 
-def mps_cards(entries: Iterable[ClaimEntry]) -> set[str]:
-    """Cards shared whole through MPS: they stay in EXCLUSIVE_PROCESS compute mode meanwhile.
-
-    A MIG instance's daemon needs no mode change: compute mode is a setting of a whole card."""
-    return {
-        plan.card
-        for entry in entries
-        for plan in entry.devices
-        if isinstance(plan.sharing, MpsPlan) and plan.kind == "Physical"
-    }
-
-
 def client_edits(plan: DevicePlan, daemon: MpsDaemon) -> dict[str, Any]:
     """The CDI container edits that make a container an MPS client of ``daemon``, with its limits."""
     env = [f"CUDA_MPS_PIPE_DIRECTORY={PIPE_IN_CONTAINER}"]

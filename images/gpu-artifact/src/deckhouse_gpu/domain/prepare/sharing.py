@@ -14,6 +14,10 @@ One card, one strategy: two shares of a card must ask the same of it (the strate
 ``card_policy``): the time-slice interval is a setting of the whole card and MPS needs the card in
 EXCLUSIVE_PROCESS mode with one control daemon. No sharing config on a share means what the card
 does by itself (``features.CARD_DEFAULT``).
+
+What a strategy needs of a whole card while its shares are prepared (the interval, MPS's compute
+mode) is its ``card_setting``, folded here per card over the checkpoint's entries
+(``card_settings``): the settle applies it from the checkpoint alone (DESIGN.md D9, D20).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ __all__ = [
     "SharingRefused",
     "asked_memory_mib",
     "card_policy",
+    "card_settings",
     "describe",
     "device_sharing",
     "share_percent",
@@ -120,3 +125,21 @@ def sharing_conflicts(uid: str, plans: Iterable[DevicePlan], prepared: Iterable[
                         f"{describe(plan)}: every share of one card must use the same strategy and interval"
                     )
     return found
+
+
+def card_settings(entries: Iterable[ClaimEntry]) -> dict[str, dict[str, str]]:
+    """Card -> setting name -> the value its shares need, from every entry (half-prepared ones
+    too): whole cards with a strategy that has a card setting (a MIG instance's share needs
+    none, the settings being the whole card's). A setting no share of a card asks for is not
+    named: the card gets what the setting gives back (``CardSetting.target``)."""
+    wanted: dict[str, dict[str, str]] = {}
+    for entry in entries:
+        for plan in entry.devices:
+            if plan.kind != "Physical" or plan.sharing is None:
+                continue
+            strategy = features.planned_by(plan.sharing)
+            if strategy.card_setting is not None:
+                wanted.setdefault(plan.card, {})[strategy.card_setting.name] = strategy.card_value(
+                    plan.sharing
+                )
+    return wanted

@@ -25,10 +25,9 @@ from deckhouse_gpu.ports.claim_cdi import ClaimCDI
 from deckhouse_gpu.ports.clock import Clock, rfc3339
 from deckhouse_gpu.ports.device_metadata import DeviceMetadataFiles
 from deckhouse_gpu.ports.dra_plugin import ClaimRef, PrepareResult
+from deckhouse_gpu.ports.host_change import HostChangeError
 from deckhouse_gpu.ports.kube import PHYSICAL_GPUS, RESOURCE_CLAIMS, KubeAPI, KubeError, NotFound
-from deckhouse_gpu.ports.mig import MigControl, MigError
-from deckhouse_gpu.ports.sharing import SharingError
-from deckhouse_gpu.ports.vfio import VfioError
+from deckhouse_gpu.ports.mig import MigControl
 from deckhouse_gpu.services.prepare.claim_status import (
     claim_object,
     clear_devices,
@@ -156,7 +155,7 @@ class PrepareService:
             return ctx.checkpoint, PrepareResult(
                 error=f"ResourceClaim {claim.namespace}/{claim.name} not found"
             )
-        except (PrepareError, MigError, VfioError, KubeError, OSError) as error:
+        except (PrepareError, HostChangeError, KubeError, OSError) as error:
             log.warning("prepare failed", extra={"claim": claim.uid, "error": str(error)})
             return ctx.checkpoint, PrepareResult(error=str(error))
         except Exception as error:  # e.g. CDI discovery: this claim fails, the others go on
@@ -205,7 +204,7 @@ class PrepareService:
             return checkpoint, None
         try:
             checkpoint = release(entry, checkpoint, self._ports(), self.store.save, RELEASES)
-        except (MigError, SharingError, VfioError, OSError) as error:
+        except (HostChangeError, OSError) as error:
             return checkpoint, error
         publish_devices(self.api, entry, rfc3339(self.clock.now()), prepared=False)
         log.info("claim unprepared", extra={"claim": claim.uid})

@@ -1,8 +1,9 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Bringing a node's sharing in line with its checkpoint: time-slice intervals, compute modes and
-MPS daemons (docs/SHARING.md).
+"""Bringing a node's sharing in line with its checkpoint: the card settings the strategies need
+(``features.CARD_SETTINGS``: the time-slice interval, MPS's compute mode) and MPS daemons
+(docs/SHARING.md).
 
 What must be set follows from the checkpoint alone (every entry, half-prepared ones included,
 records its devices' sharing before the host is touched, DESIGN.md D9), so prepare, its undo,
@@ -16,11 +17,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval, TimeSlicePlan
-from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint, ClaimEntry
-from deckhouse_gpu.domain.prepare.mps import MpsDaemon, mps_cards, wanted_daemons
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.prepare.checkpoint import Checkpoint
+from deckhouse_gpu.domain.prepare.mps import MpsDaemon, wanted_daemons
 from deckhouse_gpu.domain.prepare.plan import DevicePlan
-from deckhouse_gpu.ports.sharing import ComputeMode, SharingError
+from deckhouse_gpu.domain.prepare.sharing import card_settings
+from deckhouse_gpu.ports.sharing import SharingError
 from deckhouse_gpu.services.prepare.sharing_host import SharingHost
 
 log = logging.getLogger(__name__)
@@ -91,46 +93,26 @@ def card_settings_of(plans: Iterable[DevicePlan]) -> set[str]:
     return {plan.card for plan in plans if plan.kind == "Physical" and plan.sharing is not None}
 
 
-def card_time_slices(entries: Iterable[ClaimEntry]) -> dict[str, TimeSliceInterval]:
-    """Card -> the interval its time-sliced shares asked for; cards not named go back to Default.
-
-    A card setting of one strategy, like the compute mode MPS needs (``mps_cards``): the card
-    settings are not a seam of the registry yet (DESIGN.md D20)."""
-    wanted: dict[str, TimeSliceInterval] = {}
-    for entry in entries:
-        for plan in entry.devices:
-            if plan.kind == "Physical" and isinstance(plan.sharing, TimeSlicePlan):
-                wanted[plan.card] = plan.sharing.interval
-    return wanted
-
-
 def settle_cards(cards: Iterable[str], checkpoint: Checkpoint, host: SharingHost, strict: bool) -> None:
-    """Gives each card the interval and compute mode the checkpoint's shares need: Default and
-    DEFAULT where none does. ``strict``: a failure raises (prepare); else it is logged (cleanup)."""
-    entries = list(checkpoint.claims.values())
-    intervals = card_time_slices(entries)
-    exclusive = mps_cards(entries)
+    """Gives each card the settings the checkpoint's shares need, setting by setting in the
+    registry's order; a setting no share asks for goes back to its default where a strategy had
+    set it. ``strict``: a failure raises (prepare); else it is logged (cleanup)."""
+    wanted = card_settings(checkpoint.claims.values())
     for card in sorted(set(cards)):
         try:
-            _settle_card(card, intervals.get(card, TimeSliceInterval.DEFAULT), card in exclusive, host)
+            _settle_card(card, wanted.get(card, {}), host)
         except SharingError as error:
             if strict:
                 raise
             log.warning("card sharing settings not restored", extra={"card": card, "error": str(error)})
 
 
-def _settle_card(card: str, interval: TimeSliceInterval, exclusive: bool, host: SharingHost) -> None:
-    if host.settings.time_slice(card) != interval:
-        host.settings.set_time_slice(card, interval)
-        log.info("time-slice interval set", extra={"card": card, "interval": str(interval)})
-    mode = host.settings.compute_mode(card)
-    if exclusive and mode != ComputeMode.EXCLUSIVE_PROCESS:
-        host.settings.set_compute_mode(card, ComputeMode.EXCLUSIVE_PROCESS)
-        log.info("compute mode set for MPS", extra={"card": card, "mode": str(ComputeMode.EXCLUSIVE_PROCESS)})
-    elif not exclusive and mode == ComputeMode.EXCLUSIVE_PROCESS:
-        # Only what MPS set is given back: PROHIBITED is an operator's choice, not ours.
-        host.settings.set_compute_mode(card, ComputeMode.DEFAULT)
-        log.info("compute mode back to default", extra={"card": card})
+def _settle_card(card: str, wanted: dict[str, str], host: SharingHost) -> None:
+    for setting in features.CARD_SETTINGS:
+        value = setting.target(wanted.get(setting.name), host.settings.read(card, setting))
+        if value is not None:
+            host.settings.apply(card, setting, value)
+            log.info("card setting applied", extra={"card": card, "setting": setting.name, "value": value})
 
 
 def settle_node(checkpoint: Checkpoint, host: SharingHost, cards: Iterable[str]) -> None:

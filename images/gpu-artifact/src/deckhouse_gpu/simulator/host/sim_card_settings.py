@@ -1,13 +1,15 @@
 # Copyright (c) 2026 Flant JSC
 # SPDX-License-Identifier: Apache-2.0
 
-"""Sharing settings of simulated cards (``ports.sharing.CardSettings``): compute mode and interval.
+"""Sharing settings of simulated cards (``ports.sharing.CardSettings``): every card setting the
+strategies register (``features.CARD_SETTINGS``), kept by its name, so a new setting needs no
+change here.
 
 In memory by default. ``SimCardSettings.under(host_root, cards)`` keeps them in a JSON file under
 the simulated host root instead, as a card keeps them across a crashed plugin: every call loads
 the file (another process may have changed it) and every change is written back atomically,
 under an flock, as ``sim_mig_state`` does for MIG. The file records the host's boot ID: after a
-reboot a card is back at Default for both, as the driver starts it. The cards are given as PCI
+reboot a card is back at every setting's default, as the driver starts it. The cards are given as PCI
 addresses (the simulated NVML's ``device_addresses()``), so nothing here depends on how the cards
 are simulated.
 
@@ -23,8 +25,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from deckhouse_gpu.adapters.files.atomic_file import replace_file
-from deckhouse_gpu.domain.config.time_slicing import TimeSliceInterval
-from deckhouse_gpu.ports.sharing import ComputeMode, SharingError
+from deckhouse_gpu.domain.config import features
+from deckhouse_gpu.domain.config.card_setting import CardSetting
+from deckhouse_gpu.domain.config.mps_sharing import COMPUTE_MODE, ComputeMode
+from deckhouse_gpu.domain.config.time_slicing import TIME_SLICE, TimeSliceInterval
+from deckhouse_gpu.ports.sharing import SharingError
 from deckhouse_gpu.simulator.host.state_files import file_lock, read_boot_id
 
 STATE_FILE = "var/lib/gpu-sim/sharing-state.json"
@@ -32,15 +37,18 @@ BOOT_ID_FILE = "proc/sys/kernel/random/boot_id"
 VERSION = 1
 
 
+def _defaults() -> dict[str, str]:
+    return {setting.name: setting.default for setting in features.CARD_SETTINGS}
+
+
 class SimCardSettings:
     def __init__(
         self, cards: Iterable[str], path: Path | None = None, boot_id_path: Path | None = None
     ) -> None:
-        self.modes = dict.fromkeys(cards, ComputeMode.DEFAULT)
-        self.intervals = dict.fromkeys(self.modes, TimeSliceInterval.DEFAULT)
+        self.values = {card: _defaults() for card in cards}  # card -> setting name -> value
         self.path, self.boot_id_path = path, boot_id_path
         self.failures: dict[str, str] = {}
-        self.calls: list[tuple[str, str, str]] = []  # (operation, card, value) of every change
+        self.calls: list[tuple[str, str, str]] = []  # (setting, card, value) of every change
 
     @classmethod
     def under(cls, host_root: Path, cards: Iterable[str]) -> SimCardSettings:
@@ -54,28 +62,41 @@ class SimCardSettings:
         else:
             self.failures[card] = message
 
-    def time_slice(self, card: str) -> TimeSliceInterval | None:
-        with self._synced(card, save=False):
-            return self.intervals[card]
+    def appeared(self, card: str) -> None:
+        """A card the driver binds (hot-plug or rebind) starts at the driver's defaults."""
+        self.values[card] = _defaults()
 
-    def set_time_slice(self, card: str, interval: TimeSliceInterval) -> None:
+    def read(self, card: str, setting: CardSetting) -> str | None:
+        return self._value(card, setting)  # a simulated card always tells
+
+    def apply(self, card: str, setting: CardSetting, value: str) -> None:
+        if value not in setting.values:
+            raise SharingError(f"card {card}: {value!r} is not a value of {setting.name}")
         with self._synced(card, save=True):
-            self.intervals[card] = interval
-            self.calls.append(("set_time_slice", card, str(interval)))
+            self.values[card][setting.name] = value
+            self.calls.append((setting.name, card, value))
+
+    # By name, for tests: the two settings the strategies need today (the port is read and apply).
+    def time_slice(self, card: str) -> TimeSliceInterval:
+        return TimeSliceInterval(self._value(card, TIME_SLICE))
+
+    def set_time_slice(self, card: str, interval: str) -> None:
+        self.apply(card, TIME_SLICE, interval)
 
     def compute_mode(self, card: str) -> ComputeMode:
-        with self._synced(card, save=False):
-            return self.modes[card]
+        return ComputeMode(self._value(card, COMPUTE_MODE))
 
-    def set_compute_mode(self, card: str, mode: ComputeMode) -> None:
-        with self._synced(card, save=True):
-            self.modes[card] = mode
-            self.calls.append(("set_compute_mode", card, str(mode)))
+    def set_compute_mode(self, card: str, mode: str) -> None:
+        self.apply(card, COMPUTE_MODE, mode)
+
+    def _value(self, card: str, setting: CardSetting) -> str:
+        with self._synced(card, save=False):
+            return self.values[card].get(setting.name, setting.default)
 
     @contextlib.contextmanager
     def _synced(self, card: str, save: bool) -> Iterator[None]:
-        if card not in self.modes:
-            known = ", ".join(sorted(self.modes)) or "none"
+        if card not in self.values:
+            known = ", ".join(sorted(self.values)) or "none"
             raise SharingError(f"card {card}: no such simulated card (known: {known})")
         if card in self.failures:
             raise SharingError(f"card {card}: {self.failures[card]}")
@@ -110,22 +131,19 @@ class SimCardSettings:
                 raise ValueError(f"expected an object of version {VERSION}")
             if document.get("bootID", "") != self._boot_id():
                 # A reboot: the driver starts every card at the defaults.
-                self.modes = dict.fromkeys(self.modes, ComputeMode.DEFAULT)
-                self.intervals = dict.fromkeys(self.modes, TimeSliceInterval.DEFAULT)
+                self.values = {card: _defaults() for card in self.values}
                 return
             for card, saved in document["cards"].items():
-                if card in self.modes:
-                    self.modes[card] = ComputeMode(saved["computeMode"])
-                    self.intervals[card] = TimeSliceInterval(saved["timeSlice"])
+                if card in self.values:
+                    self.values[card] = {
+                        setting.name: _saved(saved, setting) for setting in features.CARD_SETTINGS
+                    }
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise self._unreadable(f"bad content: {error!r}") from None
 
     def _save(self) -> None:
         assert self.path is not None
-        cards = {
-            card: {"computeMode": str(self.modes[card]), "timeSlice": str(self.intervals[card])}
-            for card in sorted(self.modes)
-        }
+        cards = {card: dict(self.values[card]) for card in sorted(self.values)}
         document = {"version": VERSION, "bootID": self._boot_id(), "cards": cards}
         replace_file(self.path, (json.dumps(document, indent=2, sort_keys=True) + "\n").encode())
 
@@ -134,3 +152,11 @@ class SimCardSettings:
             f"simulated sharing state {self.path} is unreadable ({why}); remove it to start with the "
             "cards at their defaults"
         )
+
+
+def _saved(saved: dict[str, str], setting: CardSetting) -> str:
+    # A setting the file has no line for (written before it was registered) is at its default.
+    value = saved.get(setting.name, setting.default)
+    if value not in setting.values:
+        raise ValueError(f"{setting.name} {value!r} is not one of {', '.join(setting.values)}")
+    return value
