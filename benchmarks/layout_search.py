@@ -31,6 +31,7 @@ from typing import Any
 from benchmarks.real_scheduler import (
     LAYOUTS,
     SCHEDULERS,
+    TYPICAL,
     Run,
     bench_cluster,
     node_slices,
@@ -82,6 +83,16 @@ def bare_attributes(slices: Slices) -> Slices:
     return slices
 
 
+def without_counters(slices: Slices) -> Slices:
+    """The devices alone: no counters slice, no counter references (not exact: a control)."""
+    kept = [copy.deepcopy(item) for item in slices if not item["spec"].get("sharedCounters")]
+    for item in kept:
+        item["spec"]["pool"]["resourceSliceCount"] = len(kept)
+        for device in item["spec"]["devices"]:
+            device.pop("consumesCounters", None)
+    return kept
+
+
 CANDIDATES: dict[str, Callable[[], Slices]] = {
     "plain": lambda: rendered(LAYOUTS["plain"]),
     "default": lambda: rendered(LAYOUTS["default"]),
@@ -89,6 +100,11 @@ CANDIDATES: dict[str, Callable[[], Slices]] = {
     "pool/card": lambda: pool_per_card(rendered(LAYOUTS["default"])),
     "ctl:attrs": lambda: bare_attributes(rendered(LAYOUTS["default"])),
     "ctl:no+me": lambda: rendered(OfferPolicy(mig_profiles=(("h100-sxm5-80gb", NO_ME),))),
+    # Issue 37: what the typical class set's layout is made of.
+    "typical": lambda: rendered(LAYOUTS["typical"]),
+    "typ-grouped": lambda: rendered(OfferPolicy(demand=TYPICAL, counters="grouped")),
+    "ctl:typ-attrs": lambda: bare_attributes(rendered(LAYOUTS["typical"])),
+    "ctl:typ-nocnt": lambda: without_counters(rendered(LAYOUTS["typical"])),
 }
 
 

@@ -90,7 +90,9 @@ class OfferPolicy:
     # "full": the counter layout before the reduction (domain/offers/counter_layout.py), kept for
     # the benchmark and the equivalence proof; nothing publishes it. "minimal": "reduced" without
     # the memory slices another slice dominates (slice 7 of an A100/H100), a candidate of issue 32.
-    counters: Literal["reduced", "full", "minimal"] = "reduced"
+    # "grouped": "reduced" with each run of slices that can count as one counted as one
+    # (counter_layout.grouped), a candidate of issue 37.
+    counters: Literal["reduced", "full", "minimal", "grouped"] = "reduced"
     # The DeviceClasses of the cluster: only offers one of them may select are published
     # (domain/offers/class_demand.py, DESIGN.md D19); None: not known (yet), every offer is.
     demand: ClassDemand | None = None
