@@ -139,9 +139,16 @@ def publish(cluster: RealCluster, template: str, names: list[str], run: str) -> 
 
 def clear(cluster: RealCluster) -> None:
     """The previous run's slices and Nodes go, so only this run's nodes publish counters."""
-    # A thousand slices take a while to delete on a busy machine.
-    cluster.request("DELETE", "/apis/resource.k8s.io/v1/resourceslices?labelSelector=bench-run", timeout=300)
-    cluster.request("DELETE", "/api/v1/nodes?labelSelector=bench-run", timeout=300)
+    # A thousand slices take a while to delete on a busy machine: past the API server's own
+    # minute it answers 504 while the deletion goes on, so ask again until the list is done.
+    for path in ("/apis/resource.k8s.io/v1/resourceslices", "/api/v1/nodes"):
+        for attempt in range(5):
+            try:
+                cluster.request("DELETE", f"{path}?labelSelector=bench-run", timeout=300)
+                break
+            except ApiError as error:
+                if error.status != 504 or attempt == 4:
+                    raise
 
 
 def setup_classes(cluster: RealCluster) -> None:
