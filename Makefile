@@ -80,8 +80,11 @@ test: lint typecheck unit
 release-notes: $(VENV)/.installed
 	$(PY) tools/release-notes $(VERSION)
 
+# SCHEDULER_NODES: node counts of the real kube-scheduler runs (docs/DRA.md, "Scale"); 40,200 adds
+# the 200-node rows (tens of minutes).
+SCHEDULER_NODES ?= 40
 bench: venv
-	$(PY) -m benchmarks
+	SCHEDULER_NODES=$(SCHEDULER_NODES) $(PY) -m benchmarks
 
 # The whole stack behind a faulty API server at 0, 5 and 20 % (benchmarks/chaos.py).
 chaos: venv

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -47,9 +48,11 @@ def main() -> None:
     soak.run()
     fuzz.run()
     # Real binaries: the API load of simulated nodes and the controllers' memory (minutes), then
-    # kube-scheduler at 40 and 200 nodes and the MIG packing stream (tens of minutes).
+    # kube-scheduler at 40 nodes (SCHEDULER_NODES=40,200 adds 200: tens of minutes more) and the
+    # MIG packing stream.
     api_load.run()
-    real_scheduler.run(variants=("claim template", "MIG 1g.10gb"))
+    sizes = tuple(int(n) for n in os.environ.get("SCHEDULER_NODES", "40").split(","))
+    real_scheduler.run(sizes, ("claim template", "MIG 1g.10gb"), ("plain", "default", "typical"))
     mig_packing.run()
 
 

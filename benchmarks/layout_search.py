@@ -13,7 +13,10 @@ process per bound Pod and the ratio to plain whole cards. Candidates:
   same sets fit (tests/domain/offers/test_counter_equivalence.py);
 - pool per card: each card its own pool (a counters slice and a devices slice), as the API allows;
 - controls that are not layouts the module may publish, to tell what the cost is made of: the
-  default's devices with only ``deviceType`` as attribute, and without the ``+me`` profiles.
+  default's devices with only ``deviceType`` as attribute, and without the ``+me`` profiles;
+- issue 37, a typical class set (whole cards, 1g.10gb, 3g.40gb): its layout with the memory
+  slices one by one ("typical") and with runs of slices counted as one ("typ-grouped", what is
+  published), and as controls the same devices without counters or with only ``deviceType``.
 
 ``python -m benchmarks.layout_search [--nodes 40] [--pods 20] [--scheduler 1.35] [--only a,b]
 [--repeat N]`` (``--scheduler 1.36+#138917`` for the fixed one). The figures and what they mean:
@@ -31,6 +34,7 @@ from typing import Any
 from benchmarks.real_scheduler import (
     LAYOUTS,
     SCHEDULERS,
+    TYPICAL,
     Run,
     bench_cluster,
     node_slices,
@@ -82,6 +86,16 @@ def bare_attributes(slices: Slices) -> Slices:
     return slices
 
 
+def without_counters(slices: Slices) -> Slices:
+    """The devices alone: no counters slice, no counter references (not exact: a control)."""
+    kept = [copy.deepcopy(item) for item in slices if not item["spec"].get("sharedCounters")]
+    for item in kept:
+        item["spec"]["pool"]["resourceSliceCount"] = len(kept)
+        for device in item["spec"]["devices"]:
+            device.pop("consumesCounters", None)
+    return kept
+
+
 CANDIDATES: dict[str, Callable[[], Slices]] = {
     "plain": lambda: rendered(LAYOUTS["plain"]),
     "default": lambda: rendered(LAYOUTS["default"]),
@@ -89,6 +103,11 @@ CANDIDATES: dict[str, Callable[[], Slices]] = {
     "pool/card": lambda: pool_per_card(rendered(LAYOUTS["default"])),
     "ctl:attrs": lambda: bare_attributes(rendered(LAYOUTS["default"])),
     "ctl:no+me": lambda: rendered(OfferPolicy(mig_profiles=(("h100-sxm5-80gb", NO_ME),))),
+    # Issue 37: what the typical class set's layout is made of.
+    "typical": lambda: rendered(OfferPolicy(demand=TYPICAL, counters="reduced")),
+    "typ-grouped": lambda: rendered(LAYOUTS["typical"]),
+    "ctl:typ-attrs": lambda: bare_attributes(rendered(OfferPolicy(demand=TYPICAL, counters="reduced"))),
+    "ctl:typ-nocnt": lambda: without_counters(rendered(LAYOUTS["typical"])),
 }
 
 

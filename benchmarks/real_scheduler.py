@@ -21,7 +21,10 @@ other work on the machine does not count. Each run uses a fresh scheduler proces
 its own; the slices of the previous run are deleted first, so only this run's nodes publish.
 Ratios are to plain of the same scheduler and size.
 
-``python -m benchmarks.real_scheduler [--nodes 40,200] [--quick]``; ``make bench`` runs it.
+``python -m benchmarks.real_scheduler [--nodes 40,200] [--mig]``; ``make bench`` runs it at 40
+nodes with whole-card and 1g.10gb Pods on plain, default and typical (``make bench
+SCHEDULER_NODES=40,200`` adds 200 nodes: tens of minutes, most of them 1.35 and 1.36 on the
+default layout) and prints the table of docs/DRA.md, "Scale" (``table``).
 """
 
 from __future__ import annotations
@@ -136,9 +139,16 @@ def publish(cluster: RealCluster, template: str, names: list[str], run: str) -> 
 
 def clear(cluster: RealCluster) -> None:
     """The previous run's slices and Nodes go, so only this run's nodes publish counters."""
-    # A thousand slices take a while to delete on a busy machine.
-    cluster.request("DELETE", "/apis/resource.k8s.io/v1/resourceslices?labelSelector=bench-run", timeout=300)
-    cluster.request("DELETE", "/api/v1/nodes?labelSelector=bench-run", timeout=300)
+    # A thousand slices take a while to delete on a busy machine: past the API server's own
+    # minute it answers 504 while the deletion goes on, so ask again until the list is done.
+    for path in ("/apis/resource.k8s.io/v1/resourceslices", "/api/v1/nodes"):
+        for attempt in range(5):
+            try:
+                cluster.request("DELETE", f"{path}?labelSelector=bench-run", timeout=300)
+                break
+            except ApiError as error:
+                if error.status != 504 or attempt == 4:
+                    raise
 
 
 def setup_classes(cluster: RealCluster) -> None:
@@ -285,6 +295,43 @@ def report(runs: list[Run], proxy: dict[tuple[str, int], float] | None = None) -
         )
 
 
+# The table of docs/DRA.md ("Scale", typical classes): (layout, variant) per column.
+COLUMNS = (
+    ("plain", "claim template"),
+    ("default", "claim template"),
+    ("default", "MIG 1g.10gb"),
+    ("typical", "claim template"),
+    ("typical", "MIG 1g.10gb"),
+)
+
+
+def table(runs: list[Run]) -> None:
+    """CPU ms per bound Pod by scheduler and node count, in the columns of docs/DRA.md; "x" is
+    against plain whole cards of the same scheduler and size, "(b/p)" marks a run that bound only
+    b of p Pods within LIMIT."""
+    print(
+        "\n  Scheduler CPU per bound Pod, ms (x plain): plain | default whole | default 1g.10gb"
+        " | typical whole | typical 1g.10gb"
+    )
+    for label in dict.fromkeys(r.scheduler for r in runs):
+        for nodes in sorted({r.nodes for r in runs if r.scheduler == label}):
+            found = {(r.layout, r.variant): r for r in runs if (r.scheduler, r.nodes) == (label, nodes)}
+            plain = found.get(COLUMNS[0])
+            cells = []
+            for column in COLUMNS:
+                r = found.get(column)
+                if r is None or not r.bound:
+                    cells.append("-")
+                    continue
+                cell = f"{r.cpu_per_pod:.1f}"
+                if plain is not None and plain.bound and column != COLUMNS[0]:
+                    cell += f" ({r.cpu_per_pod / plain.cpu_per_pod:.1f}x)"
+                if r.bound < r.pods:
+                    cell += f" ({r.bound}/{r.pods})"
+                cells.append(cell)
+            print(f"  {label:<14}{nodes:>5} nodes  " + " | ".join(cells))
+
+
 @contextlib.contextmanager
 def bench_cluster(version: str) -> Iterator[RealCluster]:
     """A cluster of ``version`` ready for measure(): the controller-manager for claim templates,
@@ -332,6 +379,7 @@ def run(
     proxy = {(layout, nodes): proxy_ms(layout, nodes) for layout in rendered for nodes in sizes}
     print("\n  All runs; 'proxy': our allocator (benchmarks/allocator.py) on the same layout and nodes")
     report(runs, proxy)
+    table(runs)
     return runs
 
 

@@ -41,14 +41,20 @@ def per_node(model: str) -> None:
     layouts = list(LAYOUTS)
     if model in RESTRICTED:
         restricted = ((device, frozenset(RESTRICTED[model])),)
-        layouts.append(("3 profiles", OfferPolicy(mig_profiles=restricted)))
+        # Before and with the runs of slices counted as one (counter_layout.grouped, published).
+        layouts.append(("3 profiles", OfferPolicy(mig_profiles=restricted, counters="reduced")))
+        layouts.append(("3p grouped", OfferPolicy(mig_profiles=restricted)))
+    if model == "h100-80gb":  # a typical class set: whole cards, 1g.10gb and 3g.40gb
+        typical = ((device, frozenset(("1g.10gb", "3g.40gb"))),)
+        layouts.append(("typical", OfferPolicy(mig_profiles=typical, counters="reduced")))
+        layouts.append(("typ grouped", OfferPolicy(mig_profiles=typical)))
     for name, policy in layouts:
         offers = [card_offers(card, policy) for card in cards]
         devices = sum(len(card.offers) for card in offers)
         counters = sum(len(card.counter_set.counters) for card in offers if card.counter_set)
         consumed = sum(len(offer.consumes) for card in offers for offer in card.offers)
         print(
-            f"  {model:<10} {name:<10} {devices:5d} devices  {counters:4d} counters"
+            f"  {model:<10} {name:<11} {devices:5d} devices  {counters:4d} counters"
             f"  {consumed:5d} consumed (per device {consumed / devices:4.1f})"
         )
 

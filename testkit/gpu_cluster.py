@@ -7,12 +7,13 @@ of docs/examples, and claims allocated by the module's allocator, prepared or no
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule
 from deckhouse_gpu.domain.offers.model import DRIVER
 from deckhouse_gpu.k8s_semantics.allocator.cel_matcher import CelMatcher
 from deckhouse_gpu.k8s_semantics.allocator.node_match import Node
@@ -74,10 +75,10 @@ class GpuCluster:
         self._cards[name] = cards
         return cards
 
-    def publish(self) -> None:
-        """The slices gpu-handler publishes for every node's cards and labels."""
+    def publish(self, mig_profiles: Sequence[MigProfileRule] = ()) -> None:
+        """The slices gpu-handler publishes for every node's cards and labels (and dra.migProfiles)."""
         for name, cards in self._cards.items():
-            for item in render_nodes(cards, self.minor, self._labels[name], True, True):
+            for item in render_nodes(cards, self.minor, self._labels[name], True, True, True, mig_profiles):
                 self.kube.create(RESOURCE_SLICES, item)
 
     def classes(self, names: list[str] | None = None) -> None:

@@ -28,6 +28,15 @@ POLICIES = {
     "3 profiles": OfferPolicy(mig_profiles=(("a30-pcie", frozenset({"1g.6gb"})),)),
     # The counter layout of issue 32's candidate (docs/DRA.md, Layouts tried): valid as well.
     "minimal counters": OfferPolicy(counters="minimal"),
+    # Issue 37's candidate: each half of an H100 and of an A30 counted as one ("memory-slices-0-3",
+    # "memory-slices-0-1"), with the profiles of a typical class set.
+    "grouped counters": OfferPolicy(
+        counters="grouped",
+        mig_profiles=(
+            ("h100-sxm5-80gb", frozenset({"1g.10gb", "3g.40gb"})),
+            ("a30-pcie", frozenset({"1g.6gb", "2g.12gb"})),
+        ),
+    ),
 }
 # A30: 24576 MiB, a whole number of GiB; H100: not; T4: no MIG.
 MODELS = ("a30", "h100-80gb", "t4")

@@ -43,7 +43,7 @@ from deckhouse_gpu.simulator.host.sim_nvml import SimulatedNVML
 from testkit.gpu_objects import ready_card
 
 ADDRESS = "0000:17:00.0"
-Published = Literal["reduced", "minimal"]
+Published = Literal["reduced", "minimal", "grouped"]
 # The layouts judged against the full one: the default, and "minimal" (issue 32's candidate: the
 # memory slices another slice dominates left out as well, domain/offers/counter_layout.py).
 PUBLISHED: tuple[Published, ...] = ("reduced", "minimal")
@@ -124,9 +124,10 @@ class Driver:
         return True
 
 
-def search(offers: list[Offer], full: Layout, now: Layout, driver: Driver) -> int:
+def search(offers: list[Offer], full: Layout, now: Layout, driver: Driver, multisets: bool = True) -> int:
     """Visits every multiset any judge admits plus each one-device extension; returns how many
-    multisets all three admitted. Fails on the first multiset they disagree on."""
+    multisets all three admitted. Fails on the first multiset they disagree on. ``multisets=False``:
+    sets only, each device at most once."""
     chosen: list[Offer] = []
     admitted = 1  # the empty multiset
 
@@ -141,7 +142,7 @@ def search(offers: list[Offer], full: Layout, now: Layout, driver: Driver) -> in
                 pytest.fail(f"full, published and driver disagree {verdicts} on {names}")
             if verdicts[0]:
                 admitted += 1
-                grow(index)  # the same device again too: a multiset
+                grow(index if multisets else index + 1)  # the same device again: a multiset
             full.add(offer.name, -1)
             now.add(offer.name, -1)
             chosen.pop()
@@ -179,6 +180,10 @@ def test_every_profile_offered_the_counters_admit_what_the_driver_allows(
 @pytest.mark.parametrize("published", PUBLISHED)
 @pytest.mark.parametrize("model", MIG_MODELS)
 def test_every_choice_of_profiles_keeps_the_equivalence(model: str, published: Published) -> None:
+    _every_choice(model, published)
+
+
+def _every_choice(model: str, published: Published) -> None:
     """Every non-empty choice of offered profiles. Two choices whose published sets hold the same
     counters judge a device alike, and the full layout and the driver do not depend on the choice;
     so a choice contained in another of the same counters judges a subset of the other's multisets,
@@ -199,7 +204,7 @@ def test_every_choice_of_profiles_keeps_the_equivalence(model: str, published: P
             if any(choice < other for other in choices):
                 continue
             full, now = _layouts(model, for_node(_rules(device, tuple(choice)), {}), published)
-            search(now.offers, Layout.of(full), Layout.of(now), driver)
+            search(now.offers, Layout.of(full), Layout.of(now), driver, multisets=published != "grouped")
             searched += 1
     assert sum(len(choices) for choices in by_counters.values()) == 2 ** len(names) - 1
     assert searched < 2 ** len(names) - 1
@@ -229,3 +234,57 @@ def test_minimal_leaves_out_the_dominated_slice() -> None:
     _, a30_reduced = _layouts("a30", ())
     _, a30_minimal = _layouts("a30", (), "minimal")
     assert _counter_names(a30_minimal) == _counter_names(a30_reduced)
+
+
+# "grouped" (issue 37's candidate, counter_layout.grouped): a run of memory slices that every offer
+# covers none, one or all of counts as one. Exact for sets of devices; for a multiset (quirk (a))
+# a run's sum is the sum of its slices, so it admits at least what the slices admit.
+
+
+@pytest.mark.parametrize("model", MIG_MODELS)
+def test_grouped_admits_the_same_sets_for_every_choice_of_profiles(model: str) -> None:
+    _every_choice(model, "grouped")
+
+
+@pytest.mark.parametrize("model", MIG_MODELS)
+def test_grouped_with_every_profile_is_the_reduced_layout(model: str) -> None:
+    """No run of an A30, A100 or H100 with every profile can count as one: 2g and 1g.20gb cover
+    half of 3g's and 4g's runs, and 1g with 1g+me share single slices."""
+    _, reduced = _layouts(model, ())
+    _, grouped = _layouts(model, (), "grouped")
+    assert grouped == reduced
+
+
+TYPICAL = ("1g.10gb", "3g.40gb")
+
+
+def test_grouped_counts_each_half_of_an_h100_as_one_for_a_typical_class_set() -> None:
+    device = ready_card("proof", ADDRESS, "h100-80gb")["metadata"]["labels"]["gpu.deckhouse.io/device"]
+    choice = for_node(_rules(device, TYPICAL), {})
+    _, reduced = _layouts("h100-80gb", choice)
+    _, grouped = _layouts("h100-80gb", choice, "grouped")
+    assert grouped.counter_set is not None
+    assert grouped.counter_set.counters == {"memory-slices-0-3": "4", "memory-slices-4-7": "4"}
+    consumes = {o.name.removeprefix("gpu-0000-17-00-0"): o.consumes for o in grouped.offers}
+    assert consumes[""] == {"memory-slices-0-3": "4", "memory-slices-4-7": "4"}
+    assert consumes["-mig-3g-40gb-4"] == {"memory-slices-4-7": "4"}
+    assert consumes["-mig-1g-10gb-2"] == {"memory-slices-0-3": "1"}
+    # 11 counter references a card instead of 23, 2 counters instead of 8.
+    references = [sum(len(o.consumes) for o in layout.offers) for layout in (grouped, reduced)]
+    assert references == [11, 23]
+
+
+def test_grouped_admits_every_multiset_the_slices_admit() -> None:
+    """Quirk (a) may charge a device twice in one call: whatever the slices admit, the runs do."""
+    device = ready_card("proof", ADDRESS, "h100-80gb")["metadata"]["labels"]["gpu.deckhouse.io/device"]
+    _, reduced = _layouts("h100-80gb", for_node(_rules(device, TYPICAL), {}))
+    _, grouped = _layouts("h100-80gb", for_node(_rules(device, TYPICAL), {}), "grouped")
+    names = [o.name for o in reduced.offers]
+    more = 0
+    for size in range(1, 4):
+        for chosen in itertools.combinations_with_replacement(names, size):
+            slices, runs = Layout.of(reduced), Layout.of(grouped)
+            fits = [all([slices.add(n, 1) for n in chosen]), all([runs.add(n, 1) for n in chosen])]
+            assert fits[1] or not fits[0], chosen
+            more += fits[1] and not fits[0]
+    assert more > 0  # 1g.10gb at 0 twice: the slices refuse, the run of 0-3 has room

@@ -98,9 +98,11 @@ def test_a_card_offers_only_the_chosen_profiles_and_drops_their_counters() -> No
         "gpu-0000-17-00-0-mig-7g-80gb-0",
     ]
     # No +me profile is offered, so nothing needs the OFA engine counter; the two 3g placements
-    # cover all eight slices, which the whole card and 7g consume.
+    # cover all eight slices, which the whole card and 7g consume; every offer covers none or all
+    # of each half, so each half counts as one (counter_layout.grouped).
     assert offers.counter_set is not None
-    assert list(offers.counter_set.counters) == [f"memory-slice-{i}" for i in range(8)]
+    assert offers.counter_set.counters == {"memory-slices-0-3": "4", "memory-slices-4-7": "4"}
+    assert offers.offers[-1].consumes == offers.offers[0].consumes == offers.counter_set.counters
     everything = card_offers(card, OfferPolicy())
     kept = {o.name for o in offers.offers}
     for full, chosen in zip((o for o in everything.offers if o.name in kept), offers.offers, strict=True):

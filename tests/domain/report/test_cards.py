@@ -8,6 +8,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from deckhouse_gpu.domain.inventory.physicalgpu import DriverType
+from deckhouse_gpu.domain.offers.mig_profile_policy import MigProfileRule
 from deckhouse_gpu.domain.report.cards import (
     IDLE,
     MIG,
@@ -127,3 +128,19 @@ def test_a_card_for_a_virtual_machine_and_a_card_not_offered() -> None:
     )
     assert a100.slices_total is None
     assert a100.share_left is None
+
+
+def test_slices_left_when_each_half_of_a_card_counts_as_one() -> None:
+    """dra.migProfiles 1g.10gb and 3g.40gb: each half of an H100 is one counter of 4
+    (counter_layout.grouped); the free slices still come out one by one, from the held devices."""
+    cluster = GpuCluster()
+    cluster.node("h100", "h100-80gb", 2)
+    cluster.publish([MigProfileRule("h100-sxm5-80gb", frozenset({"1g.10gb", "3g.40gb"}))])
+    cluster.classes()
+    cluster.claim("ml", "small", "gpu-h100-80gb-mig-1g.10gb", 2, node="h100", pod="train")
+    cluster.claim("ml", "half", "gpu-h100-80gb-mig-3g.40gb", 1, node="h100", pod="infer")
+    rows = _rows(cluster)
+    split, idle = (rows["h100", f"0000:{a}:00.0"] for a in ("10", "18"))
+    assert sorted((m.profile, m.start) for m in split.mig) == [("1g.10gb", 5), ("1g.10gb", 6), ("3g.40gb", 0)]
+    assert (split.slices_free, split.slices_total) == ([4, 7], 8)
+    assert (idle.slices_free, idle.slices_total) == (list(range(8)), 8)

@@ -17,7 +17,16 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     DriverType,
 )
 from deckhouse_gpu.domain.naming import mig_name, physical_name
-from deckhouse_gpu.domain.offers.counter_layout import Placed, full_capacity, needed, profile_uses, quantity
+from deckhouse_gpu.domain.offers.counter_layout import (
+    SLICE,
+    Placed,
+    full_capacity,
+    grouped,
+    needed,
+    profile_uses,
+    quantity,
+    slice_uses,
+)
 from deckhouse_gpu.domain.offers.model import (
     MIG,
     PHYSICAL,
@@ -127,6 +136,10 @@ def counter_set(card: dict[str, Any], policy: OfferPolicy = EVERY_PROFILE) -> Co
     if policy.counters != "full":
         placed = [placed for _, placed in _placements(kept, capacity)]
         names = needed(capacity, placed, dominated=policy.counters == "minimal")
+        if policy.counters == "grouped":
+            runs = grouped([name for name in names if name.startswith(SLICE)], placed)
+            capacity.update({name: len(run) for name, run in runs.items()})
+            names = [*runs, *(name for name in names if not name.startswith(SLICE))]
     return CounterSet(
         physical_name(status["pciInfo"]["address"]), {name: quantity(name, capacity[name]) for name in names}
     )
@@ -176,7 +189,7 @@ def _mig_offers(
     offers = []
     for placement, placed in _placements(offered_placements(card, policy), kept):
         consumes = {name: quantity(name, value) for name, value in placed.uses}
-        consumes.update({name: "1" for name in placed.slices() if name in kept})
+        consumes.update({name: str(amount) for name, amount in slice_uses(kept, placed).items()})
         offers.append(_mig_offer(card, placement, consumes, common))
     return offers
 

@@ -36,6 +36,8 @@ from typing import Any
 
 MEMORY = "memory"
 SLICE = "memory-slice-"
+# A run of memory slices counted as one (``grouped``): "memory-slices-4-7", as large as the run.
+GROUP = "memory-slices-"
 # Engine counters: (counter name, field of a MIG profile in PhysicalGPU status), in the order the
 # reduction tries to drop them.
 ENGINE_COUNTERS: tuple[tuple[str, str], ...] = (
@@ -149,6 +151,75 @@ def _most(target: str, rest: Sequence[str], capacity: Mapping[str, int], offers:
         return memo[key]
 
     return best(0, tuple(0 for _ in rest))
+
+
+def grouped(slices: Sequence[str], offers: Sequence[Placed]) -> dict[str, tuple[str, ...]]:
+    """The kept memory ``slices`` as counters: each run that can count as one (``_countable``)
+    becomes a counter of its own, as large as the run, that an offer consumes by the slices of
+    the run it covers; every other slice stays its own counter. Counter name -> its slices, in
+    slice order.
+
+    Counted as one, a run admits a set of offers exactly when the slices did: every offer covers
+    none, one or all of its slices, and no two cover the same single slice, so the offers of a set
+    that fits the run's sum are disjoint in it, and the other way round. Fewer counter references
+    per device: the scheduler converts and checks each of them for every device of the node on
+    every node it tries (issue 37). Where the rule fails (an H100 with every profile: 1g.20gb
+    covers half of 3g.40gb's run) the slices stay as they are. For a multiset of devices (quirk (a)
+    of KUBERNETES-FACTS.md F4.4 charges a device's counters twice) the run's sum is the sum of its
+    slices, so it admits whatever the slices admit, never less."""
+    kept = set(slices)
+    runs: list[tuple[str, ...]] = []
+    for offer in sorted(offers, key=lambda o: -o.size):
+        run = tuple(name for name in offer.slices() if name in kept)
+        taken = {name for other in runs for name in other}
+        if len(run) > 1 and run not in runs and not taken & set(run) and _countable(run, offers):
+            runs.append(run)
+    result: dict[str, tuple[str, ...]] = {}
+    for name in slices:
+        run = next((run for run in runs if name in run), (name,))
+        if len(run) == 1:
+            result[name] = run
+        elif name == run[0]:
+            result[f"{GROUP}{run[0].removeprefix(SLICE)}-{run[-1].removeprefix(SLICE)}"] = run
+    return result
+
+
+def _countable(run: Sequence[str], offers: Sequence[Placed]) -> bool:
+    """Whether the slices of ``run`` (contiguous) can be counted as one: every offer covers none,
+    one or all of them, and each slice is the only one of the run for at most one offer."""
+    indices = [int(name.removeprefix(SLICE)) for name in run]
+    if indices != list(range(indices[0], indices[0] + len(indices))):
+        return False
+    alone: set[str] = set()
+    for offer in offers:
+        inside = [name for name in offer.slices() if name in run]
+        if len(inside) not in (0, 1, len(run)):
+            return False
+        if len(inside) == 1:
+            if inside[0] in alone:
+                return False
+            alone.add(inside[0])
+    return True
+
+
+def slice_runs(counters: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The memory slices each memory counter of a set stands for: a slice itself, or the run a
+    ``grouped`` counter names ("memory-slices-4-7")."""
+    runs: dict[str, tuple[str, ...]] = {}
+    for name in counters:
+        if name.startswith(SLICE):
+            runs[name] = (name,)
+        elif name.startswith(GROUP):
+            first, _, last = name.removeprefix(GROUP).partition("-")
+            runs[name] = tuple(f"{SLICE}{index}" for index in range(int(first), int(last) + 1))
+    return runs
+
+
+def slice_uses(counters: Iterable[str], placed: Placed) -> dict[str, int]:
+    """What ``placed`` consumes of the memory counters among ``counters``."""
+    covered = set(placed.slices())
+    uses = {name: sum(1 for s in run if s in covered) for name, run in slice_runs(counters).items()}
+    return {name: amount for name, amount in uses.items() if amount}
 
 
 def quantity(name: str, value: int) -> str:

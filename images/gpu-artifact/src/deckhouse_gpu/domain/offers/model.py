@@ -87,10 +87,12 @@ class OfferPolicy:
     # (device, MIG profiles offered) for each device (the gpu.deckhouse.io/device label) that the
     # ModuleConfig's dra.migProfiles restricts on this node; other devices offer every profile.
     mig_profiles: tuple[tuple[str, frozenset[str]], ...] = ()
-    # "full": the counter layout before the reduction (domain/offers/counter_layout.py), kept for
-    # the benchmark and the equivalence proof; nothing publishes it. "minimal": "reduced" without
-    # the memory slices another slice dominates (slice 7 of an A100/H100), a candidate of issue 32.
-    counters: Literal["reduced", "full", "minimal"] = "reduced"
+    # "grouped", published: "reduced" with each run of memory slices that can count as one counted
+    # as one (counter_layout.grouped; issue 37: about a fifth of the scheduler's cost of a typical
+    # class set). "reduced": the same without runs; "full": the layout before any reduction; both
+    # kept for the benchmark and the equivalence proof. "minimal": "reduced" without the memory slices another
+    # slice dominates (slice 7 of an A100/H100), a candidate of issue 32.
+    counters: Literal["reduced", "full", "minimal", "grouped"] = "grouped"
     # The DeviceClasses of the cluster: only offers one of them may select are published
     # (domain/offers/class_demand.py, DESIGN.md D19); None: not known (yet), every offer is.
     demand: ClassDemand | None = None

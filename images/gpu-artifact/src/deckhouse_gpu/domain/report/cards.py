@@ -30,6 +30,7 @@ from deckhouse_gpu.domain.inventory.physicalgpu import (
     DriverType,
 )
 from deckhouse_gpu.domain.naming import physical_name
+from deckhouse_gpu.domain.offers.counter_layout import SLICE, slice_runs
 from deckhouse_gpu.domain.offers.device_taints import describe
 from deckhouse_gpu.domain.offers.model import DRIVER, DeviceTaint
 from deckhouse_gpu.domain.offers.slice_layout import pool_name
@@ -42,7 +43,6 @@ from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from deckhouse_gpu.k8s_semantics.resources.state import AllocatedState
 
 IDLE, WHOLE, MIG, SHARED, VFIO = "idle", "whole", "MIG", "shared", "VFIO"
-SLICE = "memory-slice-"
 # (node, counter set) -> (what is left, the set's counters); None when not published.
 CountersOf = Callable[[str, str], tuple[dict[str, Fraction], dict[str, Fraction]] | None]
 
@@ -219,9 +219,7 @@ def card_rows(
         found = counters_of(node, physical_name(address)) if address else None
         if found is not None:
             left, total = found
-            row.slices_total = sum(1 for name in total if name.startswith(SLICE))
-            free = [name for name, value in left.items() if name.startswith(SLICE) and value > 0]
-            row.slices_free = sorted(int(name[len(SLICE) :]) for name in free)
+            row.slices_total, row.slices_free = _slices(left, total, _covered(row, devices, pool))
             row.memory_left, row.memory_total = _memory(row, card, left, total, devices, pool)
         device = devices.get(key)
         if device is not None and device.allow_multiple and "sharePercent" in device.capacity:
@@ -229,6 +227,34 @@ def card_rows(
             row.share_left = device.capacity["sharePercent"].value.value - taken
         rows.append(row)
     return sorted(rows, key=lambda r: (r.node, r.address, r.name))
+
+
+def _slices(
+    left: Mapping[str, Fraction], total: Mapping[str, Fraction], covered: set[str]
+) -> tuple[int, list[int]]:
+    """The card's memory slices and the free ones, from its memory counters: a slice's own counter
+    says whether it is free; a run counted as one (counter_layout.grouped) is all free when nothing
+    of it is used, else the slices of it that no held MIG device covers."""
+    free: list[str] = []
+    runs = slice_runs(total)
+    for name, run in runs.items():
+        available = left.get(name, Fraction(0))
+        if len(run) == 1 or available >= len(run):
+            free += run if available > 0 else []
+        else:
+            free += [one for one in run if one not in covered] if available > 0 else []
+    return sum(len(run) for run in runs.values()), sorted(int(name.removeprefix(SLICE)) for name in free)
+
+
+def _covered(row: CardRow, devices: Mapping[DeviceKey, Device], pool: str) -> set[str]:
+    """The memory slices the MIG devices held on the card cover."""
+    covered: set[str] = set()
+    for name in {name for hold in row.holds for name in hold.devices}:
+        device = devices.get((DRIVER, pool, name))
+        start, size = _attribute(device, "migPlacementStart"), _attribute(device, "migPlacementSize")
+        if isinstance(start, int) and isinstance(size, int):
+            covered.update(f"{SLICE}{index}" for index in range(start, start + size))
+    return covered
 
 
 def _memory(
