@@ -8,9 +8,8 @@ kubelet's retry."""
 
 from __future__ import annotations
 
-import logging
-
 import json
+import logging
 
 import pytest
 
