@@ -83,15 +83,43 @@ def test_the_shortest_token_expiry_is_ten_minutes_and_not_stretched(clusters, ve
     cluster.ensure(account)
     path = "/api/v1/namespaces/token-expiry/serviceaccounts/t/token"
 
+    pod = cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": world.unique("t"), "namespace": "token-expiry"},
+            "spec": {
+                "serviceAccountName": "t",
+                "automountServiceAccountToken": False,
+                "containers": [{"name": "main", "image": "registry.example/gpu:test"}],
+            },
+        }
+    )
+    bound = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": pod["metadata"]["name"],
+        "uid": pod["metadata"]["uid"],
+    }
+
     def ask(seconds: int) -> tuple[int, dict[str, Any]]:
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}
-        status, text = cluster.send("POST", path, body | {"spec": {"expirationSeconds": seconds}})
+        spec = {"expirationSeconds": seconds, "boundObjectRef": bound}
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+        status, text = cluster.send("POST", path, body)
         return status, json.loads(text)
+
+    def lifetime(answer: dict[str, Any]) -> int:
+        claims = token_claims(answer["status"]["token"])
+        return int(claims["exp"] - claims["iat"])
 
     status, answer = ask(SHORTEST_SECONDS - 1)
     assert status == 422
     assert "10 minutes" in answer["message"]
     status, answer = ask(SHORTEST_SECONDS)
     assert status == 201
-    claims = token_claims(answer["status"]["token"])
-    assert claims["exp"] - claims["iat"] == SHORTEST_SECONDS
+    assert lifetime(answer) == SHORTEST_SECONDS
+    # --service-account-extend-token-expiration (on by default) stretches only the 3607 s a
+    # kubelet asks for (to a year), never the shortest.
+    status, answer = ask(3607)
+    assert status == 201
+    assert lifetime(answer) > 3607
