@@ -12,7 +12,8 @@ behind the components' back) and a claim step (one claim unprepared and one prep
   owned by the new Node, and the claims prepared before are unprepared as usual.
 
 And the API server's side of the rotated tokens: the shortest expiry it allows is ten minutes,
-and a token asked for with it is not stretched."""
+a token asked for with it is not stretched, and the tokens the runs live on are renewed at 80 % of
+their life (the old one still valid) and rotated away (the old one refused)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import pytest
 
 from deckhouse_gpu.adapters.kube.kube_client import WATCH_IDLE_SECONDS
 from testkit.real_cluster import AssetsMissing, RealCluster, assets_required, binaries
-from testkit.rotating_tokens import SHORTEST_SECONDS, token_claims
+from testkit.rotating_tokens import SHORTEST_SECONDS, RotatingTokens, token_claims
 from tests.real import component_world as world
 from tests.real.chaos_real import chaos
 from tests.real.conftest import cluster_of
@@ -123,3 +124,36 @@ def test_the_shortest_token_expiry_is_ten_minutes_and_not_stretched(clusters, ve
     status, answer = ask(3607)
     assert status == 201
     assert lifetime(answer) > 3607
+
+
+def test_tokens_are_renewed_at_80_percent_of_their_life_and_rotated_away(clusters, tmp_path: Path) -> None:
+    """testkit/rotating_tokens.py on the real server: what chaos-real's components live on."""
+    cluster: RealCluster = cluster_of(clusters, VERSION)
+    cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "token-renewal"}})
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "r", "namespace": "token-renewal"},
+    }
+    cluster.ensure(account)
+    tokens = RotatingTokens(cluster, tmp_path, "token-renewal")
+    path = tokens.issue("r")  # bound to a Secret, as a Deployment's token here
+    first = path.read_text()
+    held = tokens.held["r"]
+    assert tokens.renew_due(held.issued_at + 0.79 * SHORTEST_SECONDS) == []
+    assert tokens.renew_due(held.issued_at + 0.81 * SHORTEST_SECONDS) == ["r"]
+    renewed = path.read_text()
+    assert renewed != first
+    assert authenticated(cluster, first)  # a renewal leaves the old token valid until it expires
+    assert authenticated(cluster, renewed)
+    tokens.rotate("r")
+    rotated = path.read_text()
+    assert authenticated(cluster, rotated)
+    # The old Secret is gone: its tokens are refused once the server's 10 s cache lets go.
+    cluster.wait_for(lambda: not authenticated(cluster, renewed), 30, "the rotated-away token refused")
+
+
+def authenticated(cluster: RealCluster, token: str) -> bool:
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    status, _ = cluster.as_token(token, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", review)
+    return status == 201
