@@ -75,13 +75,7 @@ def test_a_node_created_anew_gets_its_cards_and_slices_back_owned_by_it() -> Non
 @pytest.mark.parametrize("version", ["1.35", "1.36"])
 def test_the_shortest_token_expiry_is_ten_minutes_and_not_stretched(clusters, version: str) -> None:
     cluster: RealCluster = cluster_of(clusters, version)
-    cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "token-expiry"}})
-    account = {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": "t", "namespace": "token-expiry"},
-    }
-    cluster.ensure(account)
+    service_account(cluster, "token-expiry", "t")
     path = "/api/v1/namespaces/token-expiry/serviceaccounts/t/token"
 
     pod = cluster.create(
@@ -129,13 +123,7 @@ def test_the_shortest_token_expiry_is_ten_minutes_and_not_stretched(clusters, ve
 def test_tokens_are_renewed_at_80_percent_of_their_life_and_rotated_away(clusters, tmp_path: Path) -> None:
     """testkit/rotating_tokens.py on the real server: what chaos-real's components live on."""
     cluster: RealCluster = cluster_of(clusters, VERSION)
-    cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "token-renewal"}})
-    account = {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": "r", "namespace": "token-renewal"},
-    }
-    cluster.ensure(account)
+    service_account(cluster, "token-renewal", "r")
     tokens = RotatingTokens(cluster, tmp_path, "token-renewal")
     path = tokens.issue("r")  # bound to a Secret, as a Deployment's token here
     first = path.read_text()
@@ -157,3 +145,9 @@ def authenticated(cluster: RealCluster, token: str) -> bool:
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     status, _ = cluster.as_token(token, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", review)
     return status == 201
+
+
+def service_account(cluster: RealCluster, namespace: str, name: str) -> None:
+    cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    metadata = {"name": name, "namespace": namespace}
+    cluster.ensure({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata})

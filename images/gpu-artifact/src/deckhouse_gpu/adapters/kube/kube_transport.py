@@ -6,7 +6,8 @@
 
 The library loads the configuration: in a pod the service account's token and CA and
 KUBERNETES_SERVICE_HOST/PORT (its in-cluster loader re-reads the rotated token once a minute), with
-a kubeconfig its contexts, client certificates, exec credential plugins and OIDC. One code path
+a kubeconfig its contexts, client certificates, exec credential plugins and OIDC (and a user's
+``tokenFile``, which ``TokenFile`` reads again once a minute as client-go does). One code path
 means the process tests, the chaos run and a local run send their requests exactly as a pod does.
 ``ClientKube`` puts its own raw-JSON requests, merge patches, Retry-After handling and watch decoding
 on top of it: only ``ApiClient``'s request building and ``rest_client`` are used, never the generated
