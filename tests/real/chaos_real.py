@@ -19,7 +19,9 @@ Then, drawn from a seed, one fault after another:
 - ``handler-kill-mid-prepare``: gpu-handler SIGKILLed while the kubelet's prepare of a claim
   runs; the kubelet's retry to the new process must finish it;
 - ``apf-squeeze``: a FlowSchema puts the module's ServiceAccounts into a PriorityLevelConfiguration
-  with no seats: every request of theirs is answered 429 for 4-10 s.
+  with no seats: every request of theirs is answered 429 for 4-10 s;
+- ``watch-silent``, ``token-rotation``, ``node-recreate``: tests/real/chaos_net_faults.py. The
+  components' tokens are files with the shortest expiry, renewed as the kubelet renews them.
 
 After each fault a probe change needs every watch working again: one of the node's PhysicalGPUs
 is deleted, and the fault's recovery time runs until the node is whole again (both cards back,
@@ -52,9 +54,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from testkit.real_cluster import VERSIONS, ApiError, AssetsMissing, RealCluster, binaries, kubeconfig_text
+from testkit.rotating_tokens import RotatingTokens
 from testkit.tcp_proxy import TcpProxy
 from tests.e2e.sim_node import build_host, claim_specs
 from tests.real import component_world as world
+from tests.real.chaos_net_faults import FAULTS as NET_FAULTS
 from tests.support.fake_kubelet import FakeKubelet, PluginConnection, retry_until_ok
 
 FAULT_KINDS = (
@@ -65,10 +69,13 @@ FAULT_KINDS = (
     "handler-kill",
     "apf-squeeze",
     "handler-kill-mid-prepare",
+    *NET_FAULTS,
 )
 FLOW_CONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
 SQUEEZE = "chaos-squeeze"
-RECOVERY_BOUND_SECONDS = 180.0  # a hang, not a timing: the measured times are the report
+# A hang, not a timing: the measured times are the report. A silent watch alone takes 130 s to
+# be noticed, and each silenced pooled connection a request's 30 s read timeout.
+RECOVERY_BOUND_SECONDS = 300.0
 CLAIMS_NAMESPACE = "chaos-claims"
 CLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{CLAIMS_NAMESPACE}/resourceclaims"
 DEVICE_CLASS = "chaos-a30"
@@ -168,21 +175,20 @@ class ChaosRun:
         root = build_host(self.root).root
         self.kubelet = FakeKubelet(str(root / "var/lib/kubelet/plugins_registry"))
         logs = self.workdir / "logs"
-        tokens = {
-            world.NODE_AGENT: world.node_credential(cluster, world.NODE_AGENT, self.node).token,
-            world.HANDLER: world.node_credential(cluster, world.HANDLER, self.node).token,
-            **{
-                name: world.account_credential(cluster, name, f"{name}-chaos").token
-                for name in (world.CONTROLLER, world.DRA_CONTROLLER)
-            },
-        }
-        for name, token in tokens.items():
+        # Token files, as the kubelet projects them (testkit/rotating_tokens.py).
+        self.tokens = RotatingTokens(cluster, self.workdir / "tokens", world.NAMESPACE)
+        nodes = {world.NODE_AGENT: self.node, world.HANDLER: self.node}
+        for name in (world.NODE_AGENT, world.HANDLER, world.CONTROLLER, world.DRA_CONTROLLER):
+            token_file = self.tokens.issue(name, nodes.get(name))
             proxy = self.proxies[name] = TcpProxy(cluster.port)
             path = self.workdir / f"{name}.kubeconfig"
             path.write_text(
-                kubeconfig_text(f"https://127.0.0.1:{proxy.port}", cluster.pki.ca, {"token": token})
+                kubeconfig_text(
+                    f"https://127.0.0.1:{proxy.port}", cluster.pki.ca, {"tokenFile": str(token_file)}
+                )
             )
             self.kubeconfigs[name] = path
+        self.tokens.start_renewing()
         world.ready_validator(cluster, self.node)
         # Before gpu-handler: it publishes only what some DeviceClass may select (DESIGN.md D19).
         world.whole_gpu_class(cluster, DEVICE_CLASS)
@@ -430,8 +436,8 @@ class ChaosRun:
 
     # -- faults ----------------------------------------------------------------------------------
 
-    def run(self, faults: int) -> Report:
-        kinds = [k for k in FAULT_KINDS if k != "apiserver-upgrade" or next_version(self.version)]
+    def run(self, faults: int, only: tuple[str, ...] = FAULT_KINDS) -> Report:
+        kinds = [k for k in only if k != "apiserver-upgrade" or next_version(self.version)]
         for _ in range(faults):
             kind = self.draw.choice(kinds)
             if kind == "apiserver-upgrade" and self.upgraded:
@@ -482,6 +488,8 @@ class ChaosRun:
             self._kill_mid_prepare(record)
         elif kind == "apf-squeeze":
             self._squeeze(record)
+        elif kind in NET_FAULTS:
+            NET_FAULTS[kind](self, record)
         else:
             raise ValueError(kind)
 
@@ -575,6 +583,8 @@ class ChaosRun:
                 self.report.stop_exit[name] = self.components[name].stop()
         for proxy in self.proxies.values():
             proxy.close()
+        if hasattr(self, "tokens"):
+            self.tokens.stop()
         if hasattr(self, "kubelet"):
             self.kubelet.close()
         self.cluster.stop()
@@ -591,11 +601,18 @@ def rss_kib(component: world.Component) -> int:
     return 0
 
 
-def chaos(version: str, seed: int, faults: int, workdir: Path, watch_cache: bool = True) -> Report:
+def chaos(
+    version: str,
+    seed: int,
+    faults: int,
+    workdir: Path,
+    watch_cache: bool = True,
+    only: tuple[str, ...] = FAULT_KINDS,
+) -> Report:
     run = ChaosRun(version, seed, workdir, watch_cache)
     try:
         run.start()
-        run.run(faults)
+        run.run(faults, only)
     finally:
         with contextlib.suppress(Exception):
             run.stop()

@@ -201,6 +201,44 @@ def test_missing_node_creates_without_owner_then_adds_it(host, clock):
     assert refs[0]["uid"] == api.get(NODES, "w1")["metadata"]["uid"]
 
 
+def test_a_node_deleted_and_created_anew_owns_the_cards_created_again(api, host, clock):
+    host.add_gpu("a30", "0000:17:00.0")
+    sync = make_sync(api, host, clock)
+    sync.sync()
+    api.delete(NODES, "w1")  # the garbage collector takes the card with it
+    new_uid = api.create(NODES, {"metadata": {"name": "w1"}})["metadata"]["uid"]
+    report = sync.sync()
+    assert report.created == ["w1-0000-17-00-0"]
+    # An owner naming the old Node's uid would have the collector delete the card at once.
+    refs = gpus(api)["w1-0000-17-00-0"]["metadata"]["ownerReferences"]
+    assert [ref["uid"] for ref in refs] == [new_uid]
+    assert not report.ownerless
+
+
+def test_cards_created_while_the_node_is_away_are_reported_ownerless(api, host, clock):
+    host.add_gpu("a30", "0000:17:00.0")
+    sync = make_sync(api, host, clock)
+    sync.sync()
+    api.delete(NODES, "w1")
+    report = sync.sync()
+    assert report.created == ["w1-0000-17-00-0"]
+    assert report.ownerless
+    new_uid = api.create(NODES, {"metadata": {"name": "w1"}})["metadata"]["uid"]
+    report = sync.sync()
+    assert report.updated == ["w1-0000-17-00-0"]
+    assert not report.ownerless
+    assert gpus(api)["w1-0000-17-00-0"]["metadata"]["ownerReferences"][0]["uid"] == new_uid
+
+
+def test_a_pass_with_its_cards_in_place_does_not_read_the_node_again(api, host, clock):
+    host.add_gpu("a30", "0000:17:00.0")
+    sync = make_sync(api, host, clock)
+    sync.sync()
+    api.calls.clear()
+    sync.sync()
+    assert api.calls["get"] == 0
+
+
 def test_node_deletion_garbage_collects_the_objects(api, host, clock):
     host.add_gpu("a30", "0000:17:00.0")
     make_sync(api, host, clock).sync()

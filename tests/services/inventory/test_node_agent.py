@@ -114,3 +114,5 @@ def test_next_pass_rechecks_soon_only_while_a_card_is_suspected_gone(agent):
     loop = NodeAgentLoop(agent.loop.sync, HealthState(), SystemClock(), LoopSettings())
     assert loop._delay_after(SyncReport(ok=True)) == LoopSettings().resync_seconds
     assert loop._delay_after(SyncReport(ok=True, suspected_gone={"x": 1})) == LoopSettings().recheck_seconds
+    # Cards without an owner while their Node is away: the Node is looked for again soon.
+    assert loop._delay_after(SyncReport(ok=True, ownerless=True)) == LoopSettings().owner_recheck_seconds

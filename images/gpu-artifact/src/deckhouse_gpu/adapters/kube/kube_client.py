@@ -13,6 +13,7 @@ kubeconfig (``kube_transport``).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from urllib.parse import quote
@@ -52,6 +53,18 @@ METADATA_ONLY_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v
 PAGE_SIZE = 500
 
 
+# A watch that sends nothing for this long is taken for silent (a load balancer or proxy that keeps
+# the connection up and stops forwarding) and ends, so that the caller opens it again, from the
+# resourceVersion it holds, on a new connection. The API server's watch cache sends a BOOKMARK about
+# every 60 s once the resource has changed since the server started (measured on 1.35 and 1.36;
+# docs/RELIABILITY.md): two intervals and a margin, so a live watch never ends for it. Where the server
+# sends none (the watch cache off, a kind unchanged since the server started) the watch is opened
+# again every 130 s instead of at its timeout (300-600 s): at most 28 watch requests an hour per watch,
+# none a list. Without it a silent watch went unnoticed until its read timeout, up to 630 s.
+WATCH_IDLE_SECONDS = 130.0
+
+log = logging.getLogger(__name__)
+
 # Throttled (429, or a 5xx with Retry-After) requests are sent again this many times, after the
 # server's Retry-After (capped, domain/backoff.py), as client-go does: APF rejects a request before
 # it runs, so any verb may be repeated. What is still refused reaches the caller's own backoff.
@@ -66,11 +79,13 @@ class ClientKube:
         connect_timeout: float = 5.0,
         read_timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        watch_idle_seconds: float = WATCH_IDLE_SECONDS,
     ) -> None:
         self._transport = transport
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._sleep = sleep
+        self._watch_idle_seconds = watch_idle_seconds
 
     def close(self) -> None:
         self._transport.close()
@@ -159,14 +174,14 @@ class ClientKube:
             query.append(("labelSelector", label_selector))
         if field_selector:
             query.append(("fieldSelector", field_selector))
-        # The server ends the stream at timeoutSeconds; the read timeout only catches a server
-        # that went silent for good.
-        read_timeout = timeout_seconds + self._read_timeout
+        # The server ends the stream at timeoutSeconds; the read timeout, applied to each read,
+        # catches a stream gone silent before that (WATCH_IDLE_SECONDS).
+        read_timeout = min(timeout_seconds + self._read_timeout, self._watch_idle_seconds)
         path = _path(resource, namespace, required=False)
         # The request goes out now, so a refused connection or a 4xx fails this call.
         accept = METADATA_ONLY_WATCH if resource.metadata_only else JSON
         response = self._request("GET", path, query, read_timeout=read_timeout, accept=accept)
-        return _events(response, path)
+        return _events(response, path, read_timeout)
 
     def _json(
         self,
@@ -284,7 +299,7 @@ def _error(status: int, data: bytes, what: str) -> KubeError:
     return KubeError(text)
 
 
-def _events(response: Response, path: str) -> Iterator[WatchEvent]:
+def _events(response: Response, path: str, idle_seconds: float) -> Iterator[WatchEvent]:
     try:
         for line in _lines(response):
             try:
@@ -296,6 +311,11 @@ def _events(response: Response, path: str) -> Iterator[WatchEvent]:
                 raise _error(int(status.get("code") or 500), json.dumps(status).encode(), f"WATCH {path}")
             if event.get("type") in _WATCH_TYPES:
                 yield WatchEvent(event["type"], event["object"])
+    except TimeoutError:
+        # Silent: nothing, not even a bookmark, for idle_seconds. Ended as the server ends it at
+        # its timeout, so the caller resumes from its resourceVersion at once (no backoff, no
+        # list); a server that is really gone fails that next request.
+        log.info("watch silent; opening it again", extra={"path": path, "idleSeconds": idle_seconds})
     except OSError as error:
         raise Unavailable(f"WATCH {path}: {error}") from error
     finally:

@@ -6,7 +6,8 @@
 
 The library loads the configuration: in a pod the service account's token and CA and
 KUBERNETES_SERVICE_HOST/PORT (its in-cluster loader re-reads the rotated token once a minute), with
-a kubeconfig its contexts, client certificates, exec credential plugins and OIDC. One code path
+a kubeconfig its contexts, client certificates, exec credential plugins and OIDC (and a user's
+``tokenFile``, which ``TokenFile`` reads again once a minute as client-go does). One code path
 means the process tests, the chaos run and a local run send their requests exactly as a pod does.
 ``ClientKube`` puts its own raw-JSON requests, merge patches, Retry-After handling and watch decoding
 on top of it: only ``ApiClient``'s request building and ``rest_client`` are used, never the generated
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -32,7 +34,7 @@ from kubernetes.client.configuration import Configuration
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.incluster_config import InClusterConfigLoader
-from kubernetes.config.kube_config import load_kube_config
+from kubernetes.config.kube_config import KubeConfigMerger, load_kube_config
 
 from deckhouse_gpu.ports.kube import Object, Unavailable
 
@@ -56,7 +58,8 @@ class Headers(Protocol):
 
 
 class Response(Protocol):
-    """What ClientKube reads of a response; reading a torn body raises an ``OSError``."""
+    """What ClientKube reads of a response; reading a torn body raises an ``OSError``, a read that
+    got nothing for the read timeout a ``TimeoutError``."""
 
     status: int
 
@@ -108,6 +111,8 @@ class ClientResponse:
     def read1(self, size: int) -> bytes:
         try:
             return self._response.read1(size)
+        except urllib3.exceptions.ReadTimeoutError as error:
+            raise TimeoutError(str(error)) from error  # nothing arrived for the read timeout
         except urllib3.exceptions.HTTPError as error:
             raise ConnectionError(str(error)) from error
 
@@ -213,7 +218,60 @@ def kubeconfig_transport(kubeconfig: str, context: str | None) -> ClientTranspor
     load_kube_config(  # type: ignore[no-untyped-call]
         config_file=kubeconfig, context=context, client_configuration=configuration, persist_config=False
     )
-    return ClientTransport(_api_client(configuration))
+    path = _token_file(kubeconfig, context)
+    if path is None:
+        return ClientTransport(_api_client(configuration))
+    token = TokenFile(path)
+    configuration.refresh_api_key_hook = token.apply  # type: ignore[assignment]  # typed None upstream
+    return ClientTransport(_api_client(configuration), on_unauthorized=token.expire)
+
+
+# How long a token read from a kubeconfig's ``tokenFile`` is sent before the file is read again:
+# client-go's period for BearerTokenFile (and the in-cluster loader's for the pod's token).
+TOKEN_FILE_PERIOD_SECONDS = 60.0
+
+
+class TokenFile:
+    """A kubeconfig user's ``tokenFile``, read again once a minute and after a 401, as client-go
+    reads BearerTokenFile (and, as there, in preference to an inline ``token``). The library's
+    kubeconfig loader reads it once at start: a token that something rotates in that file (a
+    projected ServiceAccount token, a sidecar's) would be sent after it expired or its bound
+    object went. A file that cannot be read keeps the token held, as client-go's cached source."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._token: str | None = None
+        self._read_at = float("-inf")
+
+    def apply(self, configuration: Configuration) -> None:
+        """The configuration's refresh hook: called as each request is built."""
+        now = time.monotonic()
+        if now - self._read_at >= TOKEN_FILE_PERIOD_SECONDS:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                token = self.path.read_text().strip()
+                if token:
+                    self._token, self._read_at = token, now
+        if self._token is not None:
+            configuration.api_key["BearerToken"] = f"Bearer {self._token}"
+
+    def expire(self) -> None:
+        """A 401: the token held is no longer accepted; the next request reads the file."""
+        self._read_at = float("-inf")
+
+
+def _token_file(kubeconfig: str, context: str | None) -> Path | None:
+    """The ``tokenFile`` of the user ``context`` (or the current one) names, relative to the
+    kubeconfig that user is in; None when the user has none."""
+    config = KubeConfigMerger(kubeconfig).config  # type: ignore[no-untyped-call]
+    name = context or config["current-context"]
+    user_name = config["contexts"].get_with_name(name)["context"].safe_get("user")
+    if not user_name:
+        return None
+    user = config["users"].get_with_name(user_name, safe=True)
+    if user is None or not user["user"].safe_get("tokenFile"):
+        return None
+    base = Path(user.path).resolve().parent if user.path else Path()
+    return base / str(user["user"]["tokenFile"])
 
 
 def _api_client(configuration: Configuration) -> ApiClient:

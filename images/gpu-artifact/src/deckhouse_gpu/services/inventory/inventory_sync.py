@@ -46,6 +46,7 @@ class SyncReport:
     suspected_gone: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    ownerless: bool = False  # cards kept without an owner: the Node was not found
 
 
 def read_host(host: HostReader, node_name: str) -> HostInventory:
@@ -100,7 +101,14 @@ class InventorySync:
         for error in inventory.errors:
             log.warning("device skipped", extra={"pciAddress": error.address, "error": error.message})
         stored = self._stored()
+        names = {str((obj.get("metadata") or {}).get("name")) for obj in stored}
+        if any(gpu.name not in names for gpu in inventory.gpus):
+            # A card to create: the Node may have been deleted (the garbage collector took its
+            # cards) and created anew, with a new uid; an owner naming the old one would have
+            # the collector delete the new card at once, again and again.
+            self._owner = None
         owner = self._node_owner()
+        report.ownerless = owner is None and bool(inventory.gpus)
         plan = plan_sync(
             self.node_name,
             inventory.gpus,

@@ -25,6 +25,9 @@ from deckhouse_gpu.services.runtime.trigger_loop import LoopTiming, PassOutcome,
 class LoopSettings:
     debounce_seconds: float = 0.1  # coalesce the burst of events one hot-plug produces
     recheck_seconds: float = 1.0  # re-scan soon when a card is missing without a remove event
+    # Look for the Node again while the cards have no owner (it was deleted and is being created
+    # anew, as a kubelet re-registers its node): they get it once the Node is back.
+    owner_recheck_seconds: float = 5.0
     resync_seconds: float = 600.0
     backoff_initial_seconds: float = 0.5
     backoff_max_seconds: float = 30.0
@@ -91,4 +94,6 @@ class NodeAgentLoop(TriggerLoop):
         )
 
     def _delay_after(self, report: SyncReport) -> float:
-        return self.settings.recheck_seconds if report.suspected_gone else self.settings.resync_seconds
+        if report.suspected_gone:
+            return self.settings.recheck_seconds
+        return self.settings.owner_recheck_seconds if report.ownerless else self.settings.resync_seconds
