@@ -229,7 +229,7 @@ class HandlerNode:
         for obj in _documents(REPO / "docs/examples/deviceclasses.yaml"):
             if obj["metadata"]["name"] in ("gpu-a30", "gpu-a30-mig-1g.6gb"):
                 cluster.apply(obj)
-        cluster.apply(_vfio_class())
+        cluster.apply(vfio_class())
         for namespace in (self.namespace, MPS_NAMESPACE):
             cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         # Pods are admitted only once the namespace's default ServiceAccount exists.
@@ -467,7 +467,7 @@ def _gone(get: Callable[[], Any]) -> bool:
     return False
 
 
-def _vfio_class() -> dict[str, Any]:
+def vfio_class() -> dict[str, Any]:
     """docs/VFIO.md's DeviceClass for whole cards passed to VMs, for the A30."""
     return {
         "apiVersion": RESOURCE,
