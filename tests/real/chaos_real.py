@@ -59,7 +59,7 @@ from testkit.real_cluster import VERSIONS, ApiError, AssetsMissing, RealCluster,
 from testkit.tcp_proxy import TcpProxy
 from tests.real import component_world as world
 from tests.real.chaos_node import ChaosGpuNode
-from tests.real.chaos_stream import MIG_CLASS, WHOLE_CLASS, PodStream, Workload
+from tests.real.chaos_stream import MIG_CLASS, SHARING_LABEL, WHOLE_CLASS, PodStream, Workload
 from tests.real.handler_world import REPO, vfio_class
 
 FAULT_KINDS = (
@@ -119,6 +119,7 @@ class Report:
             "connectionsPerSecondWhileApiServerDown": rates,
             "apiServerDownSeconds": round(sum(f["downSeconds"] for f in down), 1),
             "podsStarted": sum(1 for step in self.steps if step.startswith("+")),
+            "podStream": self.steps,
             "rssKiB": self.rss_kib,
             "openConnections": self.connections,
             "stopExit": self.stop_exit,
@@ -142,7 +143,9 @@ def next_version(version: str) -> str | None:
 
 
 class ChaosRun:
-    def __init__(self, version: str, seed: int, workdir: Path, watch_cache: bool = True) -> None:
+    def __init__(
+        self, version: str, seed: int, workdir: Path, watch_cache: bool = True, sharing_first: bool = False
+    ) -> None:
         self.version, self.seed, self.workdir = version, seed, workdir
         self.draw = random.Random(seed)  # noqa: S311 - a replayable draw, not a secret
         self.report = Report(version, seed)
@@ -155,6 +158,7 @@ class ChaosRun:
         self.handler_args: list[str] = []
         self.idle: dict[bool, dict[str, Any]] = {}  # the idle node's offers, by its sharing label
         self.upgraded = False
+        self.sharing_first = sharing_first
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -188,6 +192,10 @@ class ChaosRun:
         for device_class in device_classes():
             cluster.apply(device_class)
         self.stream.install()
+        if self.sharing_first:  # before gpu-handler: its first offers are the shared cards
+            self.stream.sharing = True
+            self.stream.steps.append("sharing")
+            self.gpu_node.label(SHARING_LABEL, "true")
         kube = {name: ["--kubeconfig", str(path)] for name, path in self.kubeconfigs.items()}
         root = str(self.gpu_node.host_root)
         agent = ["--node-name", self.node, "--host-root", root, *kube[world.NODE_AGENT]]
@@ -213,7 +221,7 @@ class ChaosRun:
         )
         for component in self.components.values():
             component.wait_ready(120)  # gpu-handler: once the real kubelet registered its plugin
-        self.idle[False] = self._settled_offers()
+        self.idle[self.stream.sharing] = self._settled_offers()
         self.report.rss_kib = {name: (rss_kib(c), 0) for name, c in self.components.items()}
         self.report.connections = {name: (p.open_connections(), 0) for name, p in self.proxies.items()}
 
@@ -227,15 +235,22 @@ class ChaosRun:
 
     def _offers(self) -> dict[str, Any] | None:
         """The node's offers (``{"devices": {name: spec}, "counters": {name: spec}}``) once the pool
-        is complete and both cards are DriverReady; None before."""
+        is complete and both cards are DriverReady (a card held by a VFIO claim: seen on vfio-pci);
+        None before."""
         cards = self.cluster.request(
             "GET", f"{world.PHYSICAL_GPUS}?labelSelector=gpu.deckhouse.io/node={self.node}"
         )
         names = {item["metadata"]["name"] for item in cards["items"]}
         if names != {world.card_name(self.node, address) for address in world.CARDS}:
             return None
+        vfio = {world.card_name(self.node, address) for address in self.stream.vfio_cards()}
         for card in cards["items"]:
-            conditions = (card.get("status") or {}).get("conditions") or []
+            status = card.get("status") or {}
+            if card["metadata"]["name"] in vfio:  # passed to a VM: seen on vfio-pci, not DriverReady
+                if (status.get("currentState") or {}).get("driverType") != "VFIO":
+                    return None
+                continue
+            conditions = status.get("conditions") or []
             if not any(c["type"] == "DriverReady" and c["status"] == "True" for c in conditions):
                 return None
         on_node = f"{world.RESOURCE_SLICES}?fieldSelector=spec.nodeName={self.node}"
@@ -259,7 +274,8 @@ class ChaosRun:
         # prepared modes (DESIGN.md D2 b).
         if not self.stream.settled():
             return False
-        return self._offers() == self.stream.offers(self.idle[self.stream.sharing])
+        offers = self._offers()
+        return offers is not None and self.stream.offers_match(offers, self.idle[self.stream.sharing])
 
     def _settled_offers(self) -> dict[str, Any]:
         """The node's offers once the same for two looks a second apart."""
@@ -509,7 +525,13 @@ class ChaosRun:
         self.cluster.stop()
 
     def _tails(self) -> str:
-        return "\n".join(f"--- {n}\n{c.process.tail(30)}" for n, c in self.components.items())
+        tails = "\n".join(f"--- {n}\n{c.process.tail(30)}" for n, c in self.components.items())
+        if hasattr(self, "gpu_node"):
+            kubelet = [
+                line for line in self.gpu_node.kubelet.log_text().splitlines()[-400:] if "dra" in line.lower()
+            ]
+            tails += "\n--- kubelet (DRA lines)\n" + "\n".join(kubelet[-40:])
+        return tails
 
 
 def device_classes() -> list[dict[str, Any]]:
@@ -527,8 +549,10 @@ def rss_kib(component: world.Component) -> int:
     return 0
 
 
-def chaos(version: str, seed: int, faults: int, workdir: Path, watch_cache: bool = True) -> Report:
-    run = ChaosRun(version, seed, workdir, watch_cache)
+def chaos(
+    version: str, seed: int, faults: int, workdir: Path, watch_cache: bool = True, sharing_first: bool = False
+) -> Report:
+    run = ChaosRun(version, seed, workdir, watch_cache, sharing_first)
     try:
         run.start()
         run.run(faults)

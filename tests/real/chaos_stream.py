@@ -4,11 +4,12 @@
 """The workload of ``make chaos-real``: Pods with claims of every kind the module serves, coming and
 going on the real kubelet's node while the faults happen (tests/real/chaos_real.py).
 
-Each step, drawn from the run's seed, starts one Pod and, once two run, deletes the oldest (the
+Each step starts one Pod and, once two run, deletes the oldest (the
 node has two A30s, so one card is always free for the next): a whole card or a MIG 1g.6gb instance
 from a ResourceClaimTemplate (kube-controller-manager makes the claim), a card passed to a virtual
 machine (the VFIO DeviceClass of docs/VFIO.md), or a 50 % share by MPS (card A) or time-slicing
-(card B; every share of one card must use one strategy). Shares need the node's sharing label,
+(card B; every share of one card must use one strategy), in an order drawn from the run's seed
+that gives every kind once in five steps. Shares need the node's sharing label,
 which takes MIG away: a step of the other mode first drains the node, flips the label and waits for
 the offers. The real scheduler allocates, the real kubelet calls gpu-handler's NodePrepareResources
 and NodeUnprepareResources; the step is done when the new Pod is Running and the old one is gone
@@ -19,8 +20,8 @@ claims, each prepared; one CDI spec per such claim and none other; a MIG instanc
 card per running MIG claim and none other; a card (and its audio function) on vfio-pci exactly
 while a VFIO claim holds it; an MPS daemon exactly while an MPS share runs; no exclusive device
 allocated twice, a card never given whole and in parts at once, no share over 100 %; every
-allocation for this node. ``offers`` is what its ResourceSlices must publish then: those of the idle
-node less the offers that conflict with each card's prepared mode (DESIGN.md D2 b).
+allocation for this node. ``offers_match`` judges what its ResourceSlices publish then: the offers
+of the idle node less those that conflict with each card's prepared mode (DESIGN.md D2 b).
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class PodStream:
         self.live: list[Workload] = []  # running or starting, oldest first
         self.leaving: list[Workload] = []  # deleted, not yet gone and unprepared
         self.sharing = False
+        self.plan: list[Kind] = []
         self.steps: list[str] = []  # for the replay line
         self.started = 0
         self.numbered = 0
@@ -112,10 +114,16 @@ class PodStream:
     # -- steps -----------------------------------------------------------------------------------
 
     def draw_kind(self) -> Kind:
-        """Mostly a kind of the node's present mode; now and then one of the other (a drain)."""
-        same = [k for k in KINDS if k.sharing == self.sharing]
-        other = [k for k in KINDS if k.sharing != self.sharing]
-        return self.draw.choice(other if self.draw.random() < 0.25 else same)
+        """The next kind of a plan drawn from the seed: the kinds of the node's present mode in a
+        random order, then those of the other (one drain and flip per round, every kind in five
+        steps)."""
+        if not self.plan:
+            first = [k for k in KINDS if k.sharing == self.sharing]
+            second = [k for k in KINDS if k.sharing != self.sharing]
+            self.draw.shuffle(first)
+            self.draw.shuffle(second)
+            self.plan = first + second
+        return self.plan.pop(0)
 
     def needs_flip(self, kind: Kind) -> bool:
         return kind.sharing != self.sharing
@@ -233,18 +241,25 @@ class PodStream:
         """PCI address -> the mode the running Pods' claims hold the card in."""
         return {w.card: w.kind.mode for w in self.live if w.card is not None}
 
-    def offers(self, idle: dict[str, Any]) -> dict[str, Any]:
-        """The node's offers (``{"devices": {name: spec}, "counters": {name: spec}}``) as the idle
-        node published them, less those conflicting with each card's prepared mode."""
+    def vfio_cards(self) -> set[str]:
+        return {card for card, mode in self.modes().items() if mode == "VFIO"}
+
+    def offers_match(self, offers: dict[str, Any], idle: dict[str, Any]) -> bool:
+        """Whether the node's offers (``{"devices": {name: spec}, "counters": {name: spec}}``) are
+        those of the idle node less the ones conflicting with each card's prepared mode. A card
+        on vfio-pci is out of NVML's sight: offered whole only, its spec without MIG counters."""
         modes = self.modes()
-        devices = {}
+        vfio = {whole for whole, card in CARD_OF.items() if modes.get(card) == "VFIO"}
+        devices: dict[str, Any] = {}
         for name, device in idle["devices"].items():
             mode = modes.get(_card(name))
             mig = "-mig-" in name
             if (mode == "MIG" and not mig) or (mode in ("Physical", "VFIO") and mig):
                 continue
-            devices[name] = device
-        return {"devices": devices, "counters": idle["counters"]}
+            devices[name] = None if name in vfio else device
+        found = {name: None if name in vfio else device for name, device in offers["devices"].items()}
+        counters = {name: c for name, c in idle["counters"].items() if name not in vfio}
+        return found == devices and offers["counters"] == counters
 
     def check(self) -> None:
         """The node's host state and the claims' allocations against the running Pods; see the

@@ -7,7 +7,7 @@ A real kubelet of the version runs the stream's Pods (whole, MIG, VFIO, MPS and 
 claims). A short seeded run per version here; ``make chaos-real`` runs longer ones and collects the
 figures of docs/RELIABILITY.md. Replay a failure with ``CHAOS_REAL_SEED`` (and
 ``CHAOS_REAL_FAULTS``), both printed with it. The watch cache is off on the 1.36 run; the 1.35
-run may be upgraded to 1.36 under the components.
+run may be upgraded to 1.36 under the components. The 1.36 run's node starts with the sharing label.
 """
 
 from __future__ import annotations
@@ -43,7 +43,11 @@ def test_components_survive_a_seeded_run_of_control_plane_faults(version: str) -
     # Short: gpu-handler's kubelet sockets live under the simulated host root (107 bytes).
     workdir = Path(tempfile.mkdtemp(prefix="chaos-"))
     try:
-        report = chaos(version, seed, FAULTS, workdir, watch_cache=version != "1.36")
+        # The 1.36 run starts on a sharing node (MPS and time-sliced shares first), the 1.35 run on
+        # whole cards, MIG and VFIO: the short runs together see every kind of claim.
+        report = chaos(
+            version, seed, FAULTS, workdir, watch_cache=version != "1.36", sharing_first=version == "1.36"
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     figures = report.figures()
