@@ -42,10 +42,12 @@ class _Node:
         self.cluster = _Cluster(claims)
 
 
-def stream(claims: list[dict[str, Any]] | None = None, **held: str) -> PodStream:
+def stream(claims: list[dict[str, Any]] | None = None, held: dict[str, str] | None = None) -> PodStream:
     """A stream whose running Pods hold the cards as ``held`` says (PCI address: kind)."""
     made = PodStream(cast(ChaosGpuNode, _Node(claims or [])), random.Random(0), Refused)  # noqa: S311 - no secret
-    made.live = [Workload(f"p{i}", KIND[kind], card=card) for i, (card, kind) in enumerate(held.items())]
+    made.live = [
+        Workload(f"p{i}", KIND[kind], card=card) for i, (card, kind) in enumerate((held or {}).items())
+    ]
     return made
 
 
@@ -70,7 +72,7 @@ def test_an_idle_node_offers_everything() -> None:
 
 
 def test_a_card_held_whole_offers_no_mig_and_one_in_mig_mode_no_whole_card() -> None:
-    held = stream(**{CARD_A: "whole", CARD_B: "mig"})
+    held = stream(held={CARD_A: "whole", CARD_B: "mig"})
     assert not held.offers_match(idle(), idle())  # the offers ignore what is prepared
     expected = without(idle(), f"{WHOLE_A}-mig-", exact=(WHOLE_B,))
     assert held.offers_match(expected, idle())
@@ -78,7 +80,7 @@ def test_a_card_held_whole_offers_no_mig_and_one_in_mig_mode_no_whole_card() -> 
 
 
 def test_a_card_passed_to_a_vm_is_offered_whole_without_its_counters() -> None:
-    held = stream(**{CARD_A: "vfio"})
+    held = stream(held={CARD_A: "vfio"})
     vfio_spec = {"name": WHOLE_A}  # NVML cannot see it: no MIG facts, no counters
     expected = without(idle(), f"{WHOLE_A}-mig-")
     expected["devices"][WHOLE_A] = vfio_spec

@@ -47,13 +47,10 @@ class SimulatedHardware:
         )
 
     def card_addresses(self, args: argparse.Namespace, api: KubeAPI) -> list[str]:
-        """NVIDIA-bound GPUs of the host root, or else this node's PhysicalGPUs on nvidia."""
+        """The GPUs of the host root, whatever driver holds them (the models are matched to the
+        cards, not to the drivers of the moment), or else this node's PhysicalGPUs on nvidia."""
         if args.host_root:
-            try:
-                scan = SysfsHost(args.host_root).scan_pci()
-            except HostUnreadable as error:
-                raise WiringError(f"--host-root: {error}") from error
-            return sorted(d.address for d in scan.gpus if d.driver == "nvidia")
+            return sorted(_host_drivers(args.host_root))
         try:
             cards = api.list(PHYSICAL_GPUS, label_selector=node_selector(args.node_name)).items
         except KubeError as error:
@@ -67,13 +64,20 @@ class SimulatedHardware:
 
     def nvml(self, args: argparse.Namespace, addresses: list[str]) -> NVML:
         try:
-            return from_model_list(
+            nvml = from_model_list(
                 args.nvml_sim, addresses, node_name=getattr(args, "node_name", None) or "sim-node"
             )
         except SimNVMLConfigError as error:
             raise WiringError(
                 f"--nvml-sim: {error} (cards are matched to PCI addresses in sorted order)"
             ) from error
+        if args.host_root:
+            # A card a VM holds (on vfio-pci) when gpu-handler starts is out of NVML's sight, as on
+            # a node; SimulatedVfio gives it back to NVML when it returns to nvidia.
+            for address, driver in _host_drivers(args.host_root).items():
+                if driver != "nvidia":
+                    nvml.remove_card(address)
+        return nvml
 
     def xid_events(self, nvml: NVML) -> XidEvents:
         return _simulated(nvml)
@@ -106,6 +110,15 @@ class SimulatedHardware:
             return None  # the simulated NVML follows the API's cards: there is no host to bind them on
         simulated = _simulated(nvml)
         return SimulatedVfio(root, simulated), SimGpuProcesses(simulated)
+
+
+def _host_drivers(host_root: str) -> dict[str, str | None]:
+    """PCI address -> the driver bound now, for every GPU of the simulated host."""
+    try:
+        scan = SysfsHost(host_root).scan_pci()
+    except HostUnreadable as error:
+        raise WiringError(f"--host-root: {error}") from error
+    return {d.address: d.driver for d in scan.gpus}
 
 
 def _simulated(nvml: NVML) -> SimulatedNVML:
