@@ -31,7 +31,7 @@ from deckhouse_gpu.simulator.host.sim_mig import SimulatedMig
 from deckhouse_gpu.simulator.host.sim_mig_state import PersistentSimMig
 from deckhouse_gpu.simulator.host.sim_mps_kubelet import SimulatedKubeletMps
 from deckhouse_gpu.simulator.host.sim_nvml import SimNVMLConfigError, SimulatedNVML, from_model_list
-from deckhouse_gpu.simulator.host.sim_vfio import SimGpuProcesses, SimulatedVfio
+from deckhouse_gpu.simulator.host.sim_vfio import PARKED, SimGpuProcesses, SimulatedVfio
 
 log = logging.getLogger("gpu-handler")
 
@@ -47,10 +47,13 @@ class SimulatedHardware:
         )
 
     def card_addresses(self, args: argparse.Namespace, api: KubeAPI) -> list[str]:
-        """The GPUs of the host root, whatever driver holds them (the models are matched to the
-        cards, not to the drivers of the moment), or else this node's PhysicalGPUs on nvidia."""
+        """The host root's GPUs of the nvidia driver: those bound to it and those it lost to
+        vfio-pci (a virtual machine's claim; the driver's entry parked for their return), so the
+        models stay matched to the same cards; or else this node's PhysicalGPUs on nvidia."""
         if args.host_root:
-            return sorted(_host_drivers(args.host_root))
+            parked = Path(args.host_root) / PARKED
+            drivers = _host_drivers(args.host_root)
+            return sorted(a for a, driver in drivers.items() if driver == "nvidia" or (parked / a).exists())
         try:
             cards = api.list(PHYSICAL_GPUS, label_selector=node_selector(args.node_name)).items
         except KubeError as error:
@@ -74,8 +77,9 @@ class SimulatedHardware:
         if args.host_root:
             # A card a VM holds (on vfio-pci) when gpu-handler starts is out of NVML's sight, as on
             # a node; SimulatedVfio gives it back to NVML when it returns to nvidia.
-            for address, driver in _host_drivers(args.host_root).items():
-                if driver != "nvidia":
+            drivers = _host_drivers(args.host_root)
+            for address in addresses:
+                if drivers.get(address) != "nvidia":
                     nvml.remove_card(address)
         return nvml
 
