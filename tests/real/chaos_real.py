@@ -354,19 +354,23 @@ class ChaosRun:
 
     def _kill_mid_prepare(self, record: dict[str, Any]) -> None:
         """gpu-handler SIGKILLed while the real kubelet's NodePrepareResources of a new Pod's claim
-        runs (its checkpoint entry written, a moment drawn from the seed later); a new one takes
-        over and the kubelet's retry must finish the Pod's prepare."""
+        runs: the moment its checkpoint entry shows ``PrepareStarted`` (written before the host is
+        touched, DESIGN.md D9); a new one takes over and the kubelet's retry must finish the Pod's
+        prepare. A prepare faster than the look (every few milliseconds) is killed just after;
+        ``stateAtKill`` says which it was."""
         before = set(self.gpu_node.checkpoint())
         self.stream_step()
-
-        def preparing() -> str | None:
-            new = [uid for uid in self.gpu_node.checkpoint() if uid not in before]
-            return new[0] if new else None
-
-        uid = self._wait(preparing, "the kubelet's prepare of the new Pod's claim", timeout=120)
-        time.sleep(self.draw.uniform(0.0, 0.2))
-        record["stateAtKill"] = (self.gpu_node.checkpoint().get(uid) or {}).get("state")
+        deadline = time.monotonic() + RECOVERY_BOUND_SECONDS
+        state = None
+        while state is None:
+            if time.monotonic() > deadline:
+                raise self._failure("the kubelet's prepare of the new Pod's claim: not seen")
+            with contextlib.suppress(OSError, ValueError):  # a checkpoint being replaced
+                new = [entry for uid, entry in self.gpu_node.checkpoint().items() if uid not in before]
+                state = str(new[0].get("state")) if new else None
+            time.sleep(0.003)
         self.components[world.HANDLER].process.kill()
+        record["stateAtKill"] = state
         self._start_handler()
         record["_endedAt"] = time.monotonic()
 
