@@ -247,7 +247,8 @@ class PodStream:
     def offers_match(self, offers: dict[str, Any], idle: dict[str, Any]) -> bool:
         """Whether the node's offers (``{"devices": {name: spec}, "counters": {name: spec}}``) are
         those of the idle node less the ones conflicting with each card's prepared mode. A card
-        on vfio-pci is out of NVML's sight: offered whole only, its spec without MIG counters."""
+        on vfio-pci is out of NVML's sight: offered whole with what it consumed (its counters stay,
+        so the scheduler keeps counting it taken, DESIGN.md D7), its attributes read anew."""
         modes = self.modes()
         vfio = {whole for whole, card in CARD_OF.items() if modes.get(card) == "VFIO"}
         devices: dict[str, Any] = {}
@@ -256,10 +257,9 @@ class PodStream:
             mig = "-mig-" in name
             if (mode == "MIG" and not mig) or (mode in ("Physical", "VFIO") and mig):
                 continue
-            devices[name] = None if name in vfio else device
-        found = {name: None if name in vfio else device for name, device in offers["devices"].items()}
-        counters = {name: c for name, c in idle["counters"].items() if name not in vfio}
-        return found == devices and offers["counters"] == counters
+            devices[name] = device.get("consumesCounters") if name in vfio else device
+        found = {n: d.get("consumesCounters") if n in vfio else d for n, d in offers["devices"].items()}
+        return found == devices and offers["counters"] == idle["counters"]
 
     def check(self) -> None:
         """The node's host state and the claims' allocations against the running Pods; see the

@@ -79,14 +79,16 @@ def test_a_card_held_whole_offers_no_mig_and_one_in_mig_mode_no_whole_card() -> 
     assert not held.offers_match(without(expected, f"{WHOLE_B}-mig-1g-6gb-3"), idle())
 
 
-def test_a_card_passed_to_a_vm_is_offered_whole_without_its_counters() -> None:
+def test_a_card_passed_to_a_vm_is_offered_whole_with_what_it_consumed() -> None:
     held = stream(held={CARD_A: "vfio"})
-    vfio_spec = {"name": WHOLE_A}  # NVML cannot see it: no MIG facts, no counters
     expected = without(idle(), f"{WHOLE_A}-mig-")
-    expected["devices"][WHOLE_A] = vfio_spec
-    del expected["counters"][WHOLE_A]
+    # NVML cannot see it: its attributes are read anew, its counters stay (DESIGN.md D7).
+    expected["devices"][WHOLE_A] = {"name": WHOLE_A, "consumesCounters": [{"counterSet": WHOLE_A}]}
     assert held.offers_match(expected, idle())
-    expected["counters"][WHOLE_A] = {"name": WHOLE_A}
+    expected["devices"][WHOLE_A] = {"name": WHOLE_A}  # it no longer consumes the card's counters
+    assert not held.offers_match(expected, idle())
+    expected["devices"][WHOLE_A] = {"name": WHOLE_A, "consumesCounters": [{"counterSet": WHOLE_A}]}
+    del expected["counters"][WHOLE_A]  # the card's counter set withdrawn
     assert not held.offers_match(expected, idle())
 
 
