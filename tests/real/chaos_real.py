@@ -244,11 +244,16 @@ class ChaosRun:
         if names != {world.card_name(self.node, address) for address in world.CARDS}:
             return None
         vfio = {world.card_name(self.node, address) for address in self.stream.vfio_cards()}
+        undescribed = []
         for card in cards["items"]:
             status = card.get("status") or {}
             if card["metadata"]["name"] in vfio:  # passed to a VM: seen on vfio-pci, not DriverReady
                 if (status.get("currentState") or {}).get("driverType") != "VFIO":
                     return None
+                if not ((status.get("capabilities") or {}).get("nvidia") or {}).get("mig"):
+                    # Made anew while on vfio-pci (the probe deleted it): nobody can read its MIG
+                    # capabilities until it is back on nvidia, so no counters describe it.
+                    undescribed.append(str(status["pciInfo"]["address"]))
                 continue
             conditions = status.get("conditions") or []
             if not any(c["type"] == "DriverReady" and c["status"] == "True" for c in conditions):
@@ -262,7 +267,7 @@ class ChaosRun:
             return None
         devices = {d["name"]: d for item in items for d in item["spec"].get("devices") or []}
         counters = {c["name"]: c for item in items for c in item["spec"].get("sharedCounters") or []}
-        return {"devices": devices, "counters": counters}
+        return {"devices": devices, "counters": counters, "undescribed": sorted(undescribed)}
 
     def _recovered(self) -> bool:
         # A new gpu-handler counts once it serves its probes (its handlers and loop are up), as a

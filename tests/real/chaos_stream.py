@@ -248,18 +248,24 @@ class PodStream:
         """Whether the node's offers (``{"devices": {name: spec}, "counters": {name: spec}}``) are
         those of the idle node less the ones conflicting with each card's prepared mode. A card
         on vfio-pci is out of NVML's sight: offered whole with what it consumed (its counters stay,
-        so the scheduler keeps counting it taken, DESIGN.md D7), its attributes read anew."""
+        so the scheduler keeps counting it taken, DESIGN.md D7), its attributes read anew; unless
+        its PhysicalGPU was made anew meanwhile (``offers["undescribed"]``): then nothing knows its
+        MIG capabilities, and it is offered without counters until it is back on nvidia."""
         modes = self.modes()
         vfio = {whole for whole, card in CARD_OF.items() if modes.get(card) == "VFIO"}
+        bare = {whole for whole, card in CARD_OF.items() if card in offers.get("undescribed", ())}
         devices: dict[str, Any] = {}
         for name, device in idle["devices"].items():
             mode = modes.get(_card(name))
             mig = "-mig-" in name
             if (mode == "MIG" and not mig) or (mode in ("Physical", "VFIO") and mig):
                 continue
-            devices[name] = device.get("consumesCounters") if name in vfio else device
+            devices[name] = (
+                (None if name in bare else device.get("consumesCounters")) if name in vfio else device
+            )
         found = {n: d.get("consumesCounters") if n in vfio else d for n, d in offers["devices"].items()}
-        return found == devices and offers["counters"] == idle["counters"]
+        counters = {name: c for name, c in idle["counters"].items() if name not in vfio & bare}
+        return found == devices and offers["counters"] == counters
 
     def check(self) -> None:
         """The node's host state and the claims' allocations against the running Pods; see the

@@ -90,6 +90,9 @@ def test_a_card_passed_to_a_vm_is_offered_whole_with_what_it_consumed() -> None:
     expected["devices"][WHOLE_A] = {"name": WHOLE_A, "consumesCounters": [{"counterSet": WHOLE_A}]}
     del expected["counters"][WHOLE_A]  # the card's counter set withdrawn
     assert not held.offers_match(expected, idle())
+    # Its PhysicalGPU made anew while on vfio-pci: nothing describes its MIG counters any more.
+    expected["devices"][WHOLE_A] = {"name": WHOLE_A}
+    assert held.offers_match({**expected, "undescribed": [CARD_A]}, idle())
 
 
 def claim(name: str, device: str, share: int | None = None, node: str = NODE) -> dict[str, Any]:
