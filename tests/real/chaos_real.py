@@ -159,6 +159,7 @@ class ChaosRun:
         self.idle: dict[bool, dict[str, Any]] = {}  # the idle node's offers, by its sharing label
         self.upgraded = False
         self.sharing_first = sharing_first
+        self.settled_at: float | None = None  # when the stream's step settled after the fault
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -279,6 +280,7 @@ class ChaosRun:
         # prepared modes (DESIGN.md D2 b).
         if not self.stream.settled():
             return False
+        self.settled_at = self.settled_at or time.monotonic()
         offers = self._offers()
         return offers is not None and self.stream.offers_match(offers, self.idle[self.stream.sharing])
 
@@ -395,8 +397,12 @@ class ChaosRun:
             # The probe: a card deleted behind the components' back, which only working watches
             # (and their writes) bring back.
             self._delete_a_card()
+            self.settled_at = None
             self._wait(self._recovered, f"recovery after {kind}")
-            record["recoverySeconds"] = round(time.monotonic() - record.pop("_endedAt"), 2)
+            ended = record.pop("_endedAt")
+            record["recoverySeconds"] = round(time.monotonic() - ended, 2)
+            # The part the scheduler, the kubelet and the prepares took: the step's Pods settled.
+            record["podsSettledSeconds"] = round(max(0.0, (self.settled_at or ended) - ended), 2)
             self.stream.check()
             self.check_allocations()
         return self.report
