@@ -14,13 +14,11 @@ tokens, through their proxies; this node gives gpu-handler the kubelet's directo
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from tests.e2e.sim_node import claim_specs
 from tests.real import component_world as world
-from tests.real.handler_world import HandlerNode, build_host
+from tests.real.handler_world import HandlerNode
 
 
 class ChaosGpuNode(HandlerNode):
@@ -29,13 +27,7 @@ class ChaosGpuNode(HandlerNode):
 
     def start(self) -> ChaosGpuNode:
         self.kubelet = self.cluster.start_kubelet(self.node)
-        # Unix socket paths have 107 bytes: the host root is short, the link inside it adds the
-        # kubelet's own (short) path; gpu-handler reaches the kubelet's directories through it.
-        self.directory = Path(tempfile.mkdtemp(prefix="ch-", dir="/tmp"))
-        build_host(self.host_root)
-        link = self.host_root / str(self.kubelet.root).lstrip("/")
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(self.kubelet.root)
+        self._build_host("ch-")  # gpu-handler reaches the kubelet's directories through its link
         self._give_ephemeral_storage()
         return self
 
