@@ -95,10 +95,13 @@ class Report:
         kinds: dict[str, Any] = {}
         for kind in sorted({f["kind"] for f in self.faults}):
             times = sorted(f["recoverySeconds"] for f in self.faults if f["kind"] == kind)
+            whole = sorted(f["nodeWholeSeconds"] for f in self.faults if f["kind"] == kind)
             kinds[kind] = {
                 "count": len(times),
                 "recoveryP50": round(statistics.median(times), 2),
                 "recoveryP99": round(times[min(len(times) - 1, int(len(times) * 0.99))], 2),
+                "nodeWholeP50": round(statistics.median(whole), 2),
+                "nodeWholeP99": round(whole[min(len(whole) - 1, int(len(whole) * 0.99))], 2),
             }
         down = [f for f in self.faults if "downSeconds" in f]
         rates: dict[str, float] = {}
@@ -160,6 +163,7 @@ class ChaosRun:
         self.upgraded = False
         self.sharing_first = sharing_first
         self.settled_at: float | None = None  # when the stream's step settled after the fault
+        self.whole_at: float | None = None  # when the node's cards and pool were whole again
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -275,6 +279,8 @@ class ChaosRun:
         # DaemonSet's rolling update waits for the new pod before it goes on.
         if self.components[world.HANDLER].get("/healthz")[0] != 200:
             return False
+        if self.whole_at is None and self._offers() is not None:
+            self.whole_at = time.monotonic()  # the deleted card back, DriverReady, the pool whole
         # The stream's step begun before the fault done (the new Pod Running, the old one gone and
         # unprepared), and the offers those of the idle node less what conflicts with the cards'
         # prepared modes (DESIGN.md D2 b).
@@ -397,12 +403,14 @@ class ChaosRun:
             # The probe: a card deleted behind the components' back, which only working watches
             # (and their writes) bring back.
             self._delete_a_card()
-            self.settled_at = None
+            self.settled_at = self.whole_at = None
             self._wait(self._recovered, f"recovery after {kind}")
             ended = record.pop("_endedAt")
             record["recoverySeconds"] = round(time.monotonic() - ended, 2)
             # The part the scheduler, the kubelet and the prepares took: the step's Pods settled.
             record["podsSettledSeconds"] = round(max(0.0, (self.settled_at or ended) - ended), 2)
+            # The components' part: the card the probe deleted written back, DriverReady, the pool whole.
+            record["nodeWholeSeconds"] = round(max(0.0, (self.whole_at or ended) - ended), 2)
             self.stream.check()
             self.check_allocations()
         return self.report
