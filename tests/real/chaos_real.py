@@ -164,6 +164,7 @@ class ChaosRun:
         self.sharing_first = sharing_first
         self.settled_at: float | None = None  # when the stream's step settled after the fault
         self.whole_at: float | None = None  # when the node's cards and pool were whole again
+        self.late_offers: dict[str, Any] | None = None
 
     # -- set-up ----------------------------------------------------------------------------------
 
@@ -288,7 +289,27 @@ class ChaosRun:
             return False
         self.settled_at = self.settled_at or time.monotonic()
         offers = self._offers()
-        return offers is not None and self.stream.offers_match(offers, self.idle[self.stream.sharing])
+        matched = offers is not None and self.stream.offers_match(offers, self.idle[self.stream.sharing])
+        if offers is not None and not matched and self.late_offers is None:
+            # What the offers lacked once the Pods had settled: the report says what a slow
+            # recovery waited for.
+            idle = self.idle[self.stream.sharing]
+            self.late_offers = {
+                "modes": self.stream.modes(),
+                "devices": sorted(offers["devices"]),
+                "counters": sorted(offers["counters"]),
+                "idleCounters": sorted(idle["counters"]),
+                "undescribed": offers["undescribed"],
+                "vfioConsumes": {
+                    n: d.get("consumesCounters") for n, d in offers["devices"].items() if "-mig-" not in n
+                },
+            }
+        return matched
+
+    def late_offers_seen(self) -> dict[str, Any] | None:
+        """What the offers lacked once the step's Pods had settled after the last fault; None when
+        they were right at once."""
+        return self.late_offers
 
     def _settled_offers(self) -> dict[str, Any]:
         """The node's offers once the same for two looks a second apart."""
@@ -313,7 +334,12 @@ class ChaosRun:
                 if answer := check():
                     return answer
             time.sleep(0.2)
-        raise ChaosFailure(f"{what}: not within {timeout} s; {self.report.replay()}\n{self._tails()}")
+        late = (
+            f"\nthe offers once the Pods had settled: {json.dumps(self.late_offers)}"
+            if self.late_offers
+            else ""
+        )
+        raise ChaosFailure(f"{what}: not within {timeout} s; {self.report.replay()}{late}\n{self._tails()}")
 
     def _failure(self, message: str) -> ChaosFailure:
         return ChaosFailure(f"{message}; {self.report.replay()}\n{self._tails()}")
@@ -403,7 +429,7 @@ class ChaosRun:
             # The probe: a card deleted behind the components' back, which only working watches
             # (and their writes) bring back.
             self._delete_a_card()
-            self.settled_at = self.whole_at = None
+            self.settled_at = self.whole_at = self.late_offers = None
             self._wait(self._recovered, f"recovery after {kind}")
             ended = record.pop("_endedAt")
             record["recoverySeconds"] = round(time.monotonic() - ended, 2)
@@ -411,6 +437,7 @@ class ChaosRun:
             record["podsSettledSeconds"] = round(max(0.0, (self.settled_at or ended) - ended), 2)
             # The components' part: the card the probe deleted written back, DriverReady, the pool whole.
             record["nodeWholeSeconds"] = round(max(0.0, (self.whole_at or ended) - ended), 2)
+            record["lateOffers"] = self.late_offers_seen()
             self.stream.check()
             self.check_allocations()
         return self.report
