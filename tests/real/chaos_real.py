@@ -44,6 +44,7 @@ is ever restarted but by a fault: an exit is a crash); at the end every componen
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import statistics
 import time
