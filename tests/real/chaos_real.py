@@ -242,8 +242,7 @@ class ChaosRun:
 
     def _offers(self) -> dict[str, Any] | None:
         """The node's offers (``{"devices": {name: spec}, "counters": {name: spec}}``) once the pool
-        is complete and both cards are DriverReady (a card held by a VFIO claim: seen on vfio-pci);
-        None before."""
+        is complete and both cards are DriverReady (but a card a VFIO claim holds); None before."""
         cards = self.cluster.request(
             "GET", f"{world.PHYSICAL_GPUS}?labelSelector=gpu.deckhouse.io/node={self.node}"
         )
@@ -254,9 +253,9 @@ class ChaosRun:
         undescribed = []
         for card in cards["items"]:
             status = card.get("status") or {}
-            if card["metadata"]["name"] in vfio:  # passed to a VM: seen on vfio-pci, not DriverReady
-                if (status.get("currentState") or {}).get("driverType") != "VFIO":
-                    return None
+            if card["metadata"]["name"] in vfio:  # passed to a VM: not DriverReady once seen on vfio-pci
+                # No uevent reaches gpu-node-agent's process from the simulated kernel here: it sees
+                # the new driver at its next pass, which a later change or its resync brings.
                 if not ((status.get("capabilities") or {}).get("nvidia") or {}).get("mig"):
                     # Made anew while on vfio-pci (the probe deleted it): nobody can read its MIG
                     # capabilities until it is back on nvidia, so no counters describe it.
