@@ -102,8 +102,9 @@ class SimulatedHardware:
     def sharing(
         self, args: argparse.Namespace, api: KubeAPI, nvml: NVML, daemons: MpsDaemons
     ) -> tuple[CardSettings, MpsDaemons]:
-        cards = nvml.device_addresses()
         host_root = Path(args.host_root) if args.host_root else None
+        # On a host root, also the cards a VM holds now: their settings are needed once they are back.
+        cards = self.card_addresses(args, api) if host_root is not None else nvml.device_addresses()
         settings = SimCardSettings(cards) if host_root is None else SimCardSettings.under(host_root, cards)
         if not isinstance(daemons, KubeMpsDaemons):
             raise TypeError(f"the simulated kubelet runs KubeMpsDaemons' Pods, got {type(daemons).__name__}")
