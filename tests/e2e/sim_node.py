@@ -21,6 +21,7 @@ from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
 from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from deckhouse_gpu.simulator.host.host_builder import HostBuilder
 from deckhouse_gpu.simulator.host.sim_mig_state import STATE_FILE
+from deckhouse_gpu.simulator.host.sim_vfio import PARKED
 
 NODE = "w1"
 CARD_A, CARD_B = "0000:17:00.0", "0000:31:00.0"  # A30s, device minors 0 and 1
@@ -37,10 +38,12 @@ def build_host(root: Path, boot_id: str = "6d7f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
 
 def handler_args(root: Path, kubeconfig: str) -> list[str]:
     """What ``gpu-handler run`` gets on the simulated node, the kubelet plugin included: a model for
-    each card on nvidia now (a crash may have left one on vfio-pci, which NVML does not see)."""
-    drivers = [(root / "sys/bus/pci/devices" / card / "driver").resolve().name for card in (CARD_A, CARD_B)]
-    on_nvidia = [driver for driver in drivers if driver == "nvidia"]
-    return ["--node-name", NODE, "--kubeconfig", kubeconfig, "--nvml-sim", ",".join(["a30"] * len(on_nvidia)),
+    each card of the nvidia driver, those a VFIO claim moved to vfio-pci included (they stay out of
+    the new process's NVML until they are back), not one an administrator bound to vfio-pci."""
+    devices = root / "sys/bus/pci/devices"
+    drivers = {card: (devices / card / "driver").resolve().name for card in (CARD_A, CARD_B)}
+    known = [card for card, name in drivers.items() if name == "nvidia" or (root / PARKED / card).exists()]
+    return ["--node-name", NODE, "--kubeconfig", kubeconfig, "--nvml-sim", ",".join(["a30"] * len(known)),
             "--host-root", str(root), "--cdi-root", "/etc/cdi",
             "--mps-image", "registry.example/gpu-handler:test"]  # fmt: skip
 

@@ -47,21 +47,36 @@ def token_rotation(run: ChaosRun, record: dict[str, Any]) -> None:
 
 def node_recreate(run: ChaosRun, record: dict[str, Any]) -> None:
     cluster, node = run.cluster, run.node
-    if not run.prepared:
-        run.claim_step()  # the fault is a Node deleted while claims are prepared on it
-    old_uid = cluster.request("GET", f"/api/v1/nodes/{node}")["metadata"]["uid"]
-    record["preparedClaims"] = len(run.prepared)
+    # The fault is a Node deleted while claims are prepared on it: the stream's Pods Running first.
+    run._wait(run.stream.settled, "the stream's Pods running before the Node is deleted")
+    old = cluster.request("GET", f"/api/v1/nodes/{node}")
+    old_uid = old["metadata"]["uid"]
+    record["preparedClaims"] = len(run.gpu_node.checkpoint())
     cluster.request("DELETE", f"/api/v1/nodes/{node}")
     run._wait(lambda: not owned(run, old_uid), "the garbage collector took the node's cards and slices", 120)
     time.sleep(round(run.draw.uniform(1.0, 5.0), 2))
     try:
-        new_uid = world.add_node(cluster, node)["metadata"]["uid"]
-    except ApiError as error:  # a kubelet may have registered it first
+        new_uid = cluster.request("POST", "/api/v1/nodes", anew(old))["metadata"]["uid"]
+    except ApiError as error:  # the kubelet may have registered it first
         if error.status != 409:
             raise
         new_uid = cluster.request("GET", f"/api/v1/nodes/{node}")["metadata"]["uid"]
     record["_endedAt"] = time.monotonic()
     run._wait(lambda: all_owned_by(run, new_uid), "the node's cards and slices owned by the new Node")
+
+
+def anew(node: dict[str, Any]) -> dict[str, Any]:
+    """The Node as its kubelet registers it again: the same name, labels and taints, a new uid; the
+    kubelet, which keeps running, fills its status in."""
+    meta = node["metadata"]
+    kept = ("taints", "unschedulable")
+    spec = {key: value for key, value in (node.get("spec") or {}).items() if key in kept}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": meta["name"], "labels": meta.get("labels") or {}},
+        "spec": spec,
+    }
 
 
 def owned(run: ChaosRun, uid: str) -> list[str]:

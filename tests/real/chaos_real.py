@@ -3,10 +3,12 @@
 
 """Faults of a real control plane under the module's four components (``make chaos-real``).
 
-A cluster of its own (etcd, kube-apiserver, kube-controller-manager of one version; the shared
-clusters of the real tier are never restarted), the chart's CRDs and RBAC, a Node with two
-simulated A30s, and the four components as processes on their own ServiceAccount tokens, each
-through a TCP proxy of its own (testkit/tcp_proxy.py) that counts the connections it opens.
+A cluster of its own (etcd, kube-apiserver, kube-controller-manager and kube-scheduler of one
+version; the shared clusters of the real tier are never restarted), the chart's CRDs and RBAC, a
+real kubelet of that version on Kubernetes' fake container runtime with a simulated host of two
+A30s (tests/real/chaos_node.py), and the four components as processes on their own
+ServiceAccount tokens, each through a TCP proxy of its own (testkit/tcp_proxy.py) that counts the
+connections it opens.
 
 Then, drawn from a seed, one fault after another:
 
@@ -16,23 +18,29 @@ Then, drawn from a seed, one fault after another:
   watch resumes from a compacted revision and is told 410 Gone;
 - ``handler-rolling``: gpu-handler stopped with SIGTERM (it must exit 0) and a new one started;
 - ``handler-kill``: gpu-handler SIGKILLed and a new one started;
-- ``handler-kill-mid-prepare``: gpu-handler SIGKILLed while the kubelet's prepare of a claim
-  runs; the kubelet's retry to the new process must finish it;
+- ``handler-kill-mid-prepare``: gpu-handler SIGKILLed while the real kubelet's
+  NodePrepareResources of a new Pod's claim runs; the kubelet's retry to the new process must
+  finish it and the Pod run;
 - ``apf-squeeze``: a FlowSchema puts the module's ServiceAccounts into a PriorityLevelConfiguration
   with no seats: every request of theirs is answered 429 for 4-10 s;
 - ``watch-silent``, ``token-rotation``, ``node-recreate``: tests/real/chaos_net_faults.py. The
   components' tokens are files with the shortest expiry, renewed as the kubelet renews them.
 
-After each fault a probe change needs every watch working again: one of the node's PhysicalGPUs
-is deleted, and the fault's recovery time runs until the node is whole again (both cards back,
-DriverReady, the node's ResourceSlices equal to those published before the fault for the claims
-prepared then: the offers follow what is prepared), while a stream of
-whole-GPU claims comes and goes through gpu-dra-controller and gpu-handler's kubelet plugin
-(prepared and unprepared over its socket as the kubelet calls it: tests/support/fake_kubelet.py;
-no real kubelet, which could not run these Pods here). Checked all along: every component
-alive, no device allocated to two live claims, the allocation audit's violations zero, a CDI spec
-for every prepared claim and none for any other (none left after unprepare); at the
-end every component stops with exit 0 on SIGTERM. A failure names the seed and the faults so far.
+Before each fault a step of the Pod stream (tests/real/chaos_stream.py) starts a Pod with a claim
+of a kind drawn from the seed (a whole card or a MIG instance from a claim template, a VFIO card,
+an MPS or a time-sliced share) and deletes the oldest once two run, and nothing waits: the
+scheduler, the kubelet and gpu-handler work on them while the fault happens. After each fault a
+probe change needs every watch working again: one of the node's PhysicalGPUs is deleted, and the
+fault's recovery time runs from the fault's end until the node is whole again: both cards back and
+DriverReady, the step done (the new Pod Running per the kubelet, the old one gone and unprepared),
+gpu-handler serving, and the node's ResourceSlices those of the idle node less the offers that
+conflict with each card's prepared mode. Checked then: the handler's checkpoint, the CDI specs,
+the simulated cards' MIG instances, the vfio-pci bindings and the MPS daemons match the running
+Pods' claims exactly (nothing left after unprepare); no exclusive device allocated twice, no card
+whole and in parts, no share over 100 %, the allocation audit's violations zero. Checked all
+along: every component, kube-scheduler, kube-controller-manager, etcd and the kubelet alive (none
+is ever restarted but by a fault: an exit is a crash); at the end every component stops with exit
+0 on SIGTERM. A failure names the seed, the faults so far and the Pod stream's steps.
 """
 
 from __future__ import annotations
@@ -40,26 +48,24 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-import shutil
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from deckhouse_gpu.domain.prepare.container.cdi_spec import claim_spec_file
-from deckhouse_gpu.ports.dra_plugin import ClaimRef
 from testkit.real_cluster import VERSIONS, ApiError, AssetsMissing, RealCluster, binaries, kubeconfig_text
 from testkit.rotating_tokens import RotatingTokens
 from testkit.tcp_proxy import TcpProxy
-from tests.e2e.sim_node import build_host, claim_specs
 from tests.real import component_world as world
 from tests.real.chaos_net_faults import FAULTS as NET_FAULTS
-from tests.support.fake_kubelet import FakeKubelet, PluginConnection, retry_until_ok
+from tests.real.chaos_node import ChaosGpuNode
+from tests.real.chaos_stream import MIG_CLASS, SHARING_LABEL, WHOLE_CLASS, PodStream, Workload
+from tests.real.handler_world import REPO, vfio_class
 
 FAULT_KINDS = (
     "apiserver-restart",
@@ -76,9 +82,6 @@ SQUEEZE = "chaos-squeeze"
 # A hang, not a timing: the measured times are the report. A silent watch alone takes 130 s to
 # be noticed, and each silenced pooled connection a request's 30 s read timeout.
 RECOVERY_BOUND_SECONDS = 300.0
-CLAIMS_NAMESPACE = "chaos-claims"
-CLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{CLAIMS_NAMESPACE}/resourceclaims"
-DEVICE_CLASS = "chaos-a30"
 VIOLATIONS = "d8_gpu_allocation_invariant_violations"
 
 
@@ -94,16 +97,19 @@ class Report:
     rss_kib: dict[str, tuple[int, int]] = field(default_factory=dict)  # component: (first, last)
     connections: dict[str, tuple[int, int]] = field(default_factory=dict)  # open: (first, last)
     stop_exit: dict[str, int] = field(default_factory=dict)
-    claims_allocated: int = 0
+    steps: list[str] = field(default_factory=list)  # the Pod stream's, in order
 
     def figures(self) -> dict[str, Any]:
         kinds: dict[str, Any] = {}
         for kind in sorted({f["kind"] for f in self.faults}):
             times = sorted(f["recoverySeconds"] for f in self.faults if f["kind"] == kind)
+            whole = sorted(f["nodeWholeSeconds"] for f in self.faults if f["kind"] == kind)
             kinds[kind] = {
                 "count": len(times),
                 "recoveryP50": round(statistics.median(times), 2),
                 "recoveryP99": round(times[min(len(times) - 1, int(len(times) * 0.99))], 2),
+                "nodeWholeP50": round(statistics.median(whole), 2),
+                "nodeWholeP99": round(whole[min(len(whole) - 1, int(len(whole) * 0.99))], 2),
             }
         down = [f for f in self.faults if "downSeconds" in f]
         rates: dict[str, float] = {}
@@ -123,7 +129,8 @@ class Report:
             "faultsPerKind": kinds,
             "connectionsPerSecondWhileApiServerDown": rates,
             "apiServerDownSeconds": round(sum(f["downSeconds"] for f in down), 1),
-            "claimsAllocated": self.claims_allocated,
+            "podsStarted": sum(1 for step in self.steps if step.startswith("+")),
+            "podStream": self.steps,
             "rssKiB": self.rss_kib,
             "openConnections": self.connections,
             "stopExit": self.stop_exit,
@@ -131,7 +138,8 @@ class Report:
 
     def replay(self) -> str:
         sequence = ", ".join(f["kind"] for f in self.faults)
-        return f"seed {self.seed} on {self.version}; faults so far: [{sequence}]"
+        stream = " ".join(self.steps)
+        return f"seed {self.seed} on {self.version}; faults so far: [{sequence}]; Pod stream: [{stream}]"
 
 
 def next_version(version: str) -> str | None:
@@ -146,7 +154,9 @@ def next_version(version: str) -> str | None:
 
 
 class ChaosRun:
-    def __init__(self, version: str, seed: int, workdir: Path, watch_cache: bool = True) -> None:
+    def __init__(
+        self, version: str, seed: int, workdir: Path, watch_cache: bool = True, sharing_first: bool = False
+    ) -> None:
         self.version, self.seed, self.workdir = version, seed, workdir
         self.draw = random.Random(seed)  # noqa: S311 - a replayable draw, not a secret
         self.report = Report(version, seed)
@@ -157,23 +167,24 @@ class ChaosRun:
         self.proxies: dict[str, TcpProxy] = {}
         self.kubeconfigs: dict[str, Path] = {}
         self.handler_args: list[str] = []
-        self.reference: list[Any] = []
-        self.claims: list[str] = []  # live, oldest first
-        self.prepared: dict[str, ClaimRef] = {}
-        self.half_prepared: ClaimRef | None = None
-        self.root = workdir / "h"
-        self.claim_number = 0
+        self.idle: dict[bool, dict[str, Any]] = {}  # the idle node's offers, by its sharing label
         self.upgraded = False
+        self.sharing_first = sharing_first
+        self.settled_at: float | None = None  # when the stream's step settled after the fault
+        self.whole_at: float | None = None  # when the node's cards and pool were whole again
+        self.late_offers: dict[str, Any] | None = None
 
     # -- set-up ----------------------------------------------------------------------------------
 
     def start(self) -> None:
         cluster = self.cluster.start()
         cluster.start_controller_manager("*,-nodelifecycle")
+        cluster.start_scheduler()
         world.install_access(cluster)
-        world.add_node(cluster, self.node)
-        root = build_host(self.root).root
-        self.kubelet = FakeKubelet(str(root / "var/lib/kubelet/plugins_registry"))
+        # The real kubelet registers the Node, before the tokens bound to Pods on it.
+        self.gpu_node = ChaosGpuNode(cluster, self.node).start()
+        self.stream = PodStream(self.gpu_node, self.draw, self._failure)
+        self.report.steps = self.stream.steps
         logs = self.workdir / "logs"
         # Token files, as the kubelet projects them (testkit/rotating_tokens.py).
         self.tokens = RotatingTokens(cluster, self.workdir / "tokens", world.NAMESPACE)
@@ -191,9 +202,16 @@ class ChaosRun:
         self.tokens.start_renewing()
         world.ready_validator(cluster, self.node)
         # Before gpu-handler: it publishes only what some DeviceClass may select (DESIGN.md D19).
-        world.whole_gpu_class(cluster, DEVICE_CLASS)
+        for device_class in device_classes():
+            cluster.apply(device_class)
+        self.stream.install()
+        if self.sharing_first:  # before gpu-handler: its first offers are the shared cards
+            self.stream.sharing = True
+            self.stream.steps.append("sharing")
+            self.gpu_node.label(SHARING_LABEL, "true")
         kube = {name: ["--kubeconfig", str(path)] for name, path in self.kubeconfigs.items()}
-        agent = ["--node-name", self.node, "--host-root", str(root), *kube[world.NODE_AGENT]]
+        root = str(self.gpu_node.host_root)
+        agent = ["--node-name", self.node, "--host-root", root, *kube[world.NODE_AGENT]]
         self.components[world.NODE_AGENT] = world.start(
             world.NODE_AGENT, "deckhouse_gpu.cmd.gpu_node_agent", agent, logs
         )
@@ -202,9 +220,7 @@ class ChaosRun:
         self.components[world.CONTROLLER] = world.start(
             world.CONTROLLER, "deckhouse_gpu.cmd.gpu_controller", controller, logs, env, "--listen-address"
         )
-        self.handler_args = ["run", "--node-name", self.node, *kube[world.HANDLER], "--nvml-sim", "a30,a30",
-                             "--host-root", str(root), "--cdi-root", "/etc/cdi",
-                             "--mps-image", "registry.example/gpu-handler:test"]  # fmt: skip
+        self.handler_args = ["run", *kube[world.HANDLER], *self.gpu_node.handler_args()]
         self._start_handler()
         dra = ["run", *kube[world.DRA_CONTROLLER], "--namespace", world.NAMESPACE, "--no-webhook"]
         env = {"POD_NAME": f"{world.DRA_CONTROLLER}-chaos"}
@@ -216,13 +232,11 @@ class ChaosRun:
             env,
             "--listen-address",
         )
-        for name, component in self.components.items():
-            if name != world.HANDLER:  # ready once a kubelet registered its plugin; none runs here
-                component.wait_ready(120)
-        self.reference = self._settled_slices()
+        for component in self.components.values():
+            component.wait_ready(120)  # gpu-handler: once the real kubelet registered its plugin
+        self.idle[self.stream.sharing] = self._settled_offers()
         self.report.rss_kib = {name: (rss_kib(c), 0) for name, c in self.components.items()}
         self.report.connections = {name: (p.open_connections(), 0) for name, p in self.proxies.items()}
-        cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CLAIMS_NAMESPACE}})
 
     def _start_handler(self) -> None:
         logs = self.workdir / "logs"
@@ -232,17 +246,28 @@ class ChaosRun:
 
     # -- what the node should look like ------------------------------------------------------------
 
-    def _whole_slices(self) -> list[Any] | None:
-        """The node's slices (their specs, sorted) once the pool is complete and both cards are
-        DriverReady; None before."""
+    def _offers(self) -> dict[str, Any] | None:
+        """The node's offers (``{"devices": {name: spec}, "counters": {name: spec}}``) once the pool
+        is complete and both cards are DriverReady (but a card a VFIO claim holds); None before."""
         cards = self.cluster.request(
             "GET", f"{world.PHYSICAL_GPUS}?labelSelector=gpu.deckhouse.io/node={self.node}"
         )
         names = {item["metadata"]["name"] for item in cards["items"]}
         if names != {world.card_name(self.node, address) for address in world.CARDS}:
             return None
+        vfio = {world.card_name(self.node, address) for address in self.stream.vfio_cards()}
+        undescribed = []
         for card in cards["items"]:
-            conditions = (card.get("status") or {}).get("conditions") or []
+            status = card.get("status") or {}
+            if card["metadata"]["name"] in vfio:  # passed to a VM: not DriverReady once seen on vfio-pci
+                # No uevent reaches gpu-node-agent's process from the simulated kernel here: it sees
+                # the new driver at its next pass, which a later change or its resync brings.
+                if not ((status.get("capabilities") or {}).get("nvidia") or {}).get("mig"):
+                    # Made anew while on vfio-pci (the probe deleted it): nobody can read its MIG
+                    # capabilities until it is back on nvidia, so no counters describe it.
+                    undescribed.append(str(status["pciInfo"]["address"]))
+                continue
+            conditions = status.get("conditions") or []
             if not any(c["type"] == "DriverReady" and c["status"] == "True" for c in conditions):
                 return None
         on_node = f"{world.RESOURCE_SLICES}?fieldSelector=spec.nodeName={self.node}"
@@ -252,31 +277,52 @@ class ChaosRun:
         generations = {item["spec"]["pool"]["generation"] for item in items}
         if len(generations) != 1:
             return None
-        return sorted(
-            json.dumps({k: v for k, v in item["spec"].items() if k != "pool"}, sort_keys=True)
-            for item in items
-        )
+        devices = {d["name"]: d for item in items for d in item["spec"].get("devices") or []}
+        counters = {c["name"]: c for item in items for c in item["spec"].get("sharedCounters") or []}
+        return {"devices": devices, "counters": counters, "undescribed": sorted(undescribed)}
 
     def _recovered(self) -> bool:
         # A new gpu-handler counts once it serves its probes (its handlers and loop are up), as a
         # DaemonSet's rolling update waits for the new pod before it goes on.
         if self.components[world.HANDLER].get("/healthz")[0] != 200:
             return False
-        slices = self._whole_slices()
-        if self.half_prepared is not None:
-            # Whether the killed process got to record the claim decides the offers: the claim
-            # step finishes the prepare and takes the slices anew.
-            return slices is not None
-        # The offers follow what is prepared (DESIGN.md D2 b): the slices gpu-handler published
-        # for the claims prepared now, before the fault.
-        return slices == self.reference
+        if self.whole_at is None and self._offers() is not None:
+            self.whole_at = time.monotonic()  # the deleted card back, DriverReady, the pool whole
+        # The stream's step begun before the fault done (the new Pod Running, the old one gone and
+        # unprepared), and the offers those of the idle node less what conflicts with the cards'
+        # prepared modes (DESIGN.md D2 b).
+        if not self.stream.settled():
+            return False
+        self.settled_at = self.settled_at or time.monotonic()
+        offers = self._offers()
+        matched = offers is not None and self.stream.offers_match(offers, self.idle[self.stream.sharing])
+        if offers is not None and not matched and self.late_offers is None:
+            # What the offers lacked once the Pods had settled: the report says what a slow
+            # recovery waited for.
+            idle = self.idle[self.stream.sharing]
+            self.late_offers = {
+                "modes": self.stream.modes(),
+                "devices": sorted(offers["devices"]),
+                "counters": sorted(offers["counters"]),
+                "idleCounters": sorted(idle["counters"]),
+                "undescribed": offers["undescribed"],
+                "vfioConsumes": {
+                    n: d.get("consumesCounters") for n, d in offers["devices"].items() if "-mig-" not in n
+                },
+            }
+        return matched
 
-    def _settled_slices(self) -> list[Any]:
-        """The node's slices once the same for two looks a second apart."""
-        looks: list[list[Any] | None] = [None]
+    def late_offers_seen(self) -> dict[str, Any] | None:
+        """What the offers lacked once the step's Pods had settled after the last fault; None when
+        they were right at once."""
+        return self.late_offers
+
+    def _settled_offers(self) -> dict[str, Any]:
+        """The node's offers once the same for two looks a second apart."""
+        looks: list[dict[str, Any] | None] = [None]
 
         def settled() -> bool:
-            now = self._whole_slices()
+            now = self._offers()
             same = now is not None and now == looks[-1]
             looks.append(now)
             if not same:
@@ -284,7 +330,7 @@ class ChaosRun:
             return same
 
         self._wait(settled, "the node's ResourceSlices settled")
-        return looks[-1] or []
+        return looks[-1] or {}
 
     def _wait(self, check: Callable[[], Any], what: str, timeout: float = RECOVERY_BOUND_SECONDS) -> Any:
         deadline = time.monotonic() + timeout
@@ -294,7 +340,15 @@ class ChaosRun:
                 if answer := check():
                     return answer
             time.sleep(0.2)
-        raise ChaosFailure(f"{what}: not within {timeout} s; {self.report.replay()}\n{self._tails()}")
+        late = (
+            f"\nthe offers once the Pods had settled: {json.dumps(self.late_offers)}"
+            if self.late_offers
+            else ""
+        )
+        raise ChaosFailure(f"{what}: not within {timeout} s; {self.report.replay()}{late}\n{self._tails()}")
+
+    def _failure(self, message: str) -> ChaosFailure:
+        return ChaosFailure(f"{message}; {self.report.replay()}\n{self._tails()}")
 
     # -- invariants ------------------------------------------------------------------------------
 
@@ -302,23 +356,16 @@ class ChaosRun:
         for name, component in self.components.items():
             if not component.process.alive():
                 raise ChaosFailure(f"{name} exited; {self.report.replay()}\n{component.process.tail(40)}")
+        # The servers and the kubelet are restarted by nobody but a fault: one that exited crashed.
+        for name, process in self.cluster.processes.items():
+            if not process.alive() and name != "kube-apiserver":
+                raise ChaosFailure(f"{name} exited; {self.report.replay()}\n{process.tail(40)}")
+        if not self.gpu_node.kubelet.alive():
+            raise self._failure(f"the kubelet exited\n{self.gpu_node.failure_context()}")
 
     def check_allocations(self) -> None:
-        """No device of the node allocated to two live claims; the audit agrees."""
-        listed = self.cluster.request(
-            "GET", f"/apis/resource.k8s.io/v1/namespaces/{CLAIMS_NAMESPACE}/resourceclaims"
-        )
-        seen: dict[str, str] = {}
-        for claim in listed["items"]:
-            allocation = (claim.get("status") or {}).get("allocation") or {}
-            for result in (allocation.get("devices") or {}).get("results") or []:
-                device = f"{result['pool']}/{result['device']}"
-                if device in seen:
-                    raise ChaosFailure(
-                        f"{device} allocated to {seen[device]} and {claim['metadata']['name']}; "
-                        + self.report.replay()
-                    )
-                seen[device] = claim["metadata"]["name"]
+        """The stream's checks of the claims, and the allocation audit's violations zero."""
+        self.stream.check_allocations()
         text = self.components[world.DRA_CONTROLLER].get("/metrics", metrics=True)[1]
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -327,112 +374,50 @@ class ChaosRun:
                         f"the audit found {sample.labels}: {sample.value}; {self.report.replay()}"
                     )
 
-    # -- the claim stream --------------------------------------------------------------------------
+    # -- the Pod stream (tests/real/chaos_stream.py) -------------------------------------------------
 
-    def claim_step(self) -> None:
-        """One claim in (marked for the node, so gpu-dra-controller allocates it; prepared by
-        gpu-handler as the kubelet asks), the oldest out (unprepared, deleted) once two are live:
-        the node has two cards."""
-        if self.half_prepared is not None:
-            self._prepare(self.half_prepared)  # the kubelet retries what a killed handler left
-            self.half_prepared = None
-        else:
-            self._free_a_card()
-            self._prepare(self._new_claim())
-        self.check_allocations()
-        self.check_cdi()
-        self.reference = self._settled_slices()
+    def stream_step(self) -> Workload:
+        """A Pod of a kind drawn from the seed started and, once two run, the oldest deleted;
+        nothing waited for: the fault comes while the kubelet and gpu-handler work on them. A kind
+        of the other sharing mode first drains the node and flips its label."""
+        kind = self.stream.draw_kind()
+        if self.stream.needs_flip(kind):
+            self.stream.flip(self._wait)
+            sharing = self.stream.sharing
 
-    def _free_a_card(self) -> None:
-        if len(self.claims) < 2:
-            return
-        old = self.claims.pop(0)
-        ref = self.prepared.pop(old)
-        answers = retry_until_ok(self._plugin().unprepare, [ref], attempts=40, delay=0.5)
-        if answers[ref.uid]:
-            raise ChaosFailure(f"unprepare of {old}: {answers[ref.uid]}; {self.report.replay()}")
-        if (self.root / "etc/cdi" / claim_spec_file(ref.uid)).exists():
-            raise ChaosFailure(f"{old}'s CDI spec left after unprepare; {self.report.replay()}")
-        with contextlib.suppress(ApiError):
-            self.cluster.request("DELETE", f"{CLAIMS}/{old}")
-        self._wait(lambda: not self._exists(f"{CLAIMS}/{old}"), f"claim {old} deleted")
+            def flipped() -> bool:
+                offers = self._offers()
+                mig = offers is not None and any("-mig-" in name for name in offers["devices"])
+                return offers is not None and mig != sharing
 
-    def _new_claim(self) -> ClaimRef:
-        self.claim_number += 1
-        name = f"c{self.claim_number}"
-        created = self.cluster.create(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaim",
-                "metadata": {
-                    "name": name,
-                    "namespace": CLAIMS_NAMESPACE,
-                    "annotations": {"gpu.deckhouse.io/allocate-on-node": self.node},
-                },
-                "spec": {
-                    "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DEVICE_CLASS}}]}
-                },
-            }
-        )
-        self.claims.append(name)
-        self._wait(
-            lambda: (self.cluster.request("GET", f"{CLAIMS}/{name}").get("status") or {}).get("allocation"),
-            f"claim {name} allocated",
-        )
-        self.report.claims_allocated += 1
-        return ClaimRef(CLAIMS_NAMESPACE, created["metadata"]["uid"], name)
-
-    def _prepare(self, ref: ClaimRef) -> None:
-        answers = retry_until_ok(lambda claims: self._plugin().prepare(claims), [ref], attempts=40, delay=0.5)
-        if answers[ref.uid].error:
-            raise ChaosFailure(f"prepare of {ref.name}: {answers[ref.uid].error}; {self.report.replay()}")
-        self.prepared[ref.name] = ref
-
-    def _plugin(self) -> PluginConnection:
-        """The kubelet's connection to gpu-handler's plugin; a new process registers anew."""
-
-        def registered() -> bool:
-            self.kubelet.sync()
-            return bool(self.kubelet.plugins)
-
-        self._wait(registered, "gpu-handler's plugin registered")
-        return self.kubelet.active("gpu.deckhouse.io")
-
-    def check_cdi(self) -> None:
-        """Every prepared claim has its CDI spec on the node, and no other claim has one."""
-        expected = sorted(claim_spec_file(ref.uid) for ref in self.prepared.values())
-        found = claim_specs(self.root)
-        if found != expected:
-            raise ChaosFailure(f"CDI specs {found}, prepared claims {expected}; {self.report.replay()}")
+            self._wait(flipped, "the offers after the sharing label flipped")
+            settled = self._settled_offers()
+            self.idle.setdefault(sharing, settled)
+            if settled != self.idle[sharing]:
+                raise self._failure(f"the idle node's offers changed: {settled} after {self.idle[sharing]}")
+        return self.stream.begin(kind)
 
     def _kill_mid_prepare(self, record: dict[str, Any]) -> None:
-        """A claim's prepare under way when gpu-handler is SIGKILLed; a new one takes over and the
-        kubelet's retry (the next claim step) must finish it, with one CDI spec."""
-        self._free_a_card()
-        ref = self._new_claim()
-        plugin = self._plugin()
-
-        def prepare() -> None:
-            with contextlib.suppress(Exception):  # the killed process's answer: whatever it was
-                plugin.prepare([ref])
-
-        calling = threading.Thread(target=prepare)
-        calling.start()
-        time.sleep(self.draw.uniform(0.0, 0.3))
+        """gpu-handler SIGKILLed while the real kubelet's NodePrepareResources of a new Pod's claim
+        runs: the moment its checkpoint entry shows ``PrepareStarted`` (written before the host is
+        touched, DESIGN.md D9); a new one takes over and the kubelet's retry must finish the Pod's
+        prepare. A prepare faster than the look (every few milliseconds) is killed just after;
+        ``stateAtKill`` says which it was."""
+        before = set(self.gpu_node.checkpoint())
+        self.stream_step()
+        deadline = time.monotonic() + RECOVERY_BOUND_SECONDS
+        state = None
+        while state is None:
+            if time.monotonic() > deadline:
+                raise self._failure("the kubelet's prepare of the new Pod's claim: not seen")
+            with contextlib.suppress(OSError, ValueError):  # a checkpoint being replaced
+                new = [entry for uid, entry in self.gpu_node.checkpoint().items() if uid not in before]
+                state = str(new[0].get("state")) if new else None
+            time.sleep(0.003)
         self.components[world.HANDLER].process.kill()
-        calling.join(30)
-        self.half_prepared = ref
+        record["stateAtKill"] = state
         self._start_handler()
         record["_endedAt"] = time.monotonic()
-
-    def _exists(self, path: str) -> bool:
-        try:
-            self.cluster.request("GET", path)
-        except ApiError as error:
-            if error.status == 404:
-                return False
-            raise
-        return True
 
     # -- faults ----------------------------------------------------------------------------------
 
@@ -444,13 +429,23 @@ class ChaosRun:
                 kind = "apiserver-restart"
             record: dict[str, Any] = {"kind": kind}
             self.report.faults.append(record)
+            if kind != "handler-kill-mid-prepare":  # it starts its own Pod
+                self.stream_step()  # Pods come and go while the fault happens
             self._inject(kind, record)
             # The probe: a card deleted behind the components' back, which only working watches
             # (and their writes) bring back.
             self._delete_a_card()
+            self.settled_at = self.whole_at = self.late_offers = None
             self._wait(self._recovered, f"recovery after {kind}")
-            record["recoverySeconds"] = round(time.monotonic() - record.pop("_endedAt"), 2)
-            self.claim_step()
+            ended = record.pop("_endedAt")
+            record["recoverySeconds"] = round(time.monotonic() - ended, 2)
+            # The part the scheduler, the kubelet and the prepares took: the step's Pods settled.
+            record["podsSettledSeconds"] = round(max(0.0, (self.settled_at or ended) - ended), 2)
+            # The components' part: the card the probe deleted written back, DriverReady, the pool whole.
+            record["nodeWholeSeconds"] = round(max(0.0, (self.whole_at or ended) - ended), 2)
+            record["lateOffers"] = self.late_offers_seen()
+            self.stream.check()
+            self.check_allocations()
         return self.report
 
     def _inject(self, kind: str, record: dict[str, Any]) -> None:
@@ -585,12 +580,25 @@ class ChaosRun:
             proxy.close()
         if hasattr(self, "tokens"):
             self.tokens.stop()
-        if hasattr(self, "kubelet"):
-            self.kubelet.close()
+        if hasattr(self, "gpu_node"):
+            self.gpu_node.stop()
         self.cluster.stop()
 
     def _tails(self) -> str:
-        return "\n".join(f"--- {n}\n{c.process.tail(30)}" for n, c in self.components.items())
+        tails = "\n".join(f"--- {n}\n{c.process.tail(30)}" for n, c in self.components.items())
+        if hasattr(self, "gpu_node"):
+            kubelet = [
+                line for line in self.gpu_node.kubelet.log_text().splitlines()[-400:] if "dra" in line.lower()
+            ]
+            tails += "\n--- kubelet (DRA lines)\n" + "\n".join(kubelet[-40:])
+        return tails
+
+
+def device_classes() -> list[dict[str, Any]]:
+    """The chart's examples the stream's claims use (whole A30s, MIG 1g.6gb) and docs/VFIO.md's."""
+    examples = yaml.safe_load_all((REPO / "docs/examples/deviceclasses.yaml").read_text())
+    used = [doc for doc in examples if doc and doc["metadata"]["name"] in (WHOLE_CLASS, MIG_CLASS)]
+    return [*used, vfio_class()]
 
 
 def rss_kib(component: world.Component) -> int:
@@ -607,14 +615,14 @@ def chaos(
     faults: int,
     workdir: Path,
     watch_cache: bool = True,
+    sharing_first: bool = False,
     only: tuple[str, ...] = FAULT_KINDS,
 ) -> Report:
-    run = ChaosRun(version, seed, workdir, watch_cache)
+    run = ChaosRun(version, seed, workdir, watch_cache, sharing_first)
     try:
         run.start()
         run.run(faults, only)
     finally:
         with contextlib.suppress(Exception):
             run.stop()
-        shutil.rmtree(workdir / "h", ignore_errors=True)
     return run.report

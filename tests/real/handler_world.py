@@ -193,19 +193,23 @@ class HandlerNode:
         cluster.start_controller_manager()
         cluster.start_scheduler()
         self.kubelet = cluster.start_kubelet(self.node)
-        # Unix socket paths have 107 bytes: the host root is short, the link inside it adds the
-        # kubelet's own (short) path.
-        self.directory = Path(tempfile.mkdtemp(prefix="gh-", dir="/tmp"))
-        build_host(self.host_root)
-        link = self.host_root / str(self.kubelet.root).lstrip("/")
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(self.kubelet.root)
+        self._build_host("gh-")
         self._give_ephemeral_storage()
         self._install()
         if self.before_handler is not None:
             self.before_handler(self)
         self.start_handler()
         return self
+
+    def _build_host(self, prefix: str) -> None:
+        """The simulated host in a new folder, with the link to the kubelet's root inside it."""
+        # Unix socket paths have 107 bytes: the host root is short, the link inside it adds the
+        # kubelet's own (short) path.
+        self.directory = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+        build_host(self.host_root)
+        link = self.host_root / str(self.kubelet.root).lstrip("/")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(self.kubelet.root)
 
     def _give_ephemeral_storage(self) -> None:
         """The test kubelet runs without local storage capacity isolation (these machines), so its
@@ -229,7 +233,7 @@ class HandlerNode:
         for obj in _documents(REPO / "docs/examples/deviceclasses.yaml"):
             if obj["metadata"]["name"] in ("gpu-a30", "gpu-a30-mig-1g.6gb"):
                 cluster.apply(obj)
-        cluster.apply(_vfio_class())
+        cluster.apply(vfio_class())
         for namespace in (self.namespace, MPS_NAMESPACE):
             cluster.ensure({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         # Pods are admitted only once the namespace's default ServiceAccount exists.
@@ -467,7 +471,7 @@ def _gone(get: Callable[[], Any]) -> bool:
     return False
 
 
-def _vfio_class() -> dict[str, Any]:
+def vfio_class() -> dict[str, Any]:
     """docs/VFIO.md's DeviceClass for whole cards passed to VMs, for the A30."""
     return {
         "apiVersion": RESOURCE,

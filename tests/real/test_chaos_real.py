@@ -3,10 +3,11 @@
 
 """The module's four components survive faults of a real control plane (tests/real/chaos_real.py).
 
-A short seeded run per version here; ``make chaos-real`` runs longer ones and collects the
+A real kubelet of the version runs the stream's Pods (whole, MIG, VFIO, MPS and time-sliced
+claims). A short seeded run per version here; ``make chaos-real`` runs longer ones and collects the
 figures of docs/RELIABILITY.md. Replay a failure with ``CHAOS_REAL_SEED`` (and
 ``CHAOS_REAL_FAULTS``), both printed with it. The watch cache is off on the 1.36 run; the 1.35
-run may be upgraded to 1.36 under the components.
+run may be upgraded to 1.36 under the components. The 1.36 run's node starts with the sharing label.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ FAULTS = int(os.environ.get("CHAOS_REAL_FAULTS", "3"))
 @pytest.mark.parametrize("version", KUBELET_VERSIONS, ids=[f"k8s-{v}" for v in KUBELET_VERSIONS])
 def test_components_survive_a_seeded_run_of_control_plane_faults(version: str) -> None:
     try:
-        binaries(version, "kube-apiserver", "etcd", "etcdctl", "kube-controller-manager")
+        binaries(version, "kube-apiserver", "etcd", "etcdctl", "kube-controller-manager", "kube-scheduler")
+        binaries(version, "kubelet", "lab-fakecri")
+        if os.geteuid() != 0:
+            raise AssetsMissing("a kubelet must run as root")
     except AssetsMissing as missing:
         if assets_required():
             pytest.fail(str(missing))
@@ -39,7 +43,11 @@ def test_components_survive_a_seeded_run_of_control_plane_faults(version: str) -
     # Short: gpu-handler's kubelet sockets live under the simulated host root (107 bytes).
     workdir = Path(tempfile.mkdtemp(prefix="chaos-"))
     try:
-        report = chaos(version, seed, FAULTS, workdir, watch_cache=version != "1.36")
+        # The 1.36 run starts on a sharing node (MPS and time-sliced shares first), the 1.35 run on
+        # whole cards, MIG and VFIO: the short runs together see every kind of claim.
+        report = chaos(
+            version, seed, FAULTS, workdir, watch_cache=version != "1.36", sharing_first=version == "1.36"
+        )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     figures = report.figures()
@@ -49,6 +57,8 @@ def test_components_survive_a_seeded_run_of_control_plane_faults(version: str) -
             out.write(json.dumps(figures | {"faults": report.faults}) + "\n")
     assert len(report.faults) == FAULTS
     assert all("recoverySeconds" in fault for fault in report.faults)
+    # Every fault came with a Pod of the stream started before it (or, mid-prepare, under it).
+    assert figures["podsStarted"] == FAULTS, report.replay()
     assert report.stop_exit == dict.fromkeys(report.stop_exit, 0), report.replay()
     assert len(report.stop_exit) == 4
     # Flat, with room for a pooled connection or a cache that filled: a watch or memory leaked per

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.domain.offers.card_offers import card_offers
+from deckhouse_gpu.domain.offers.class_demand import demand_of
 from deckhouse_gpu.domain.offers.model import OfferPolicy
 from deckhouse_gpu.domain.offers.slice_layout import device_json, render
 from deckhouse_gpu.domain.offers.vfio_offers import offered, on_vfio, vfio_card_offers
@@ -50,6 +51,26 @@ def test_a_card_held_by_a_vfio_claim_keeps_its_whole_card_offer_and_no_mig_offer
     assert bound.counter_set == before.counter_set
     assert offer.attributes["resource.kubernetes.io/pciBusID"] == A100
     assert "uuid" not in offer.attributes  # NVML no longer reads it: nothing stale is published
+
+
+def test_a_vfio_held_card_keeps_its_counters_where_device_classes_decide_the_offers():
+    """Found by chaos-real: with DeviceClasses in the cluster (D19) a VFIO-held card whose
+    PhysicalGPU had lost its nvidia state broke every publishing pass of its node (KeyError)."""
+    ours = 'device.driver == "gpu.deckhouse.io" && device.attributes["gpu.deckhouse.io"]'
+    whole, small = f'{ours}.deviceType == "Physical"', f'{ours}.migProfile == "1g.5gb"'
+    classes = [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+         "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+        for name, expression in (("whole", whole), ("small", small))
+    ]  # fmt: skip
+    policy = OfferPolicy(demand=demand_of(classes))
+    before = card_offers(ready_card("w1", A100, "a100-40gb"), policy)
+    assert before.counter_set is not None  # the MIG offers a class selects are counted
+    bound = offered(on_vfio_pci(ready_card("w1", A100, "a100-40gb")), policy, "VFIO")
+    assert bound is not None
+    assert [o.name for o in bound.offers] == [NAME]
+    assert bound.counter_set == before.counter_set
+    assert bound.offers[0].consumes == before.offers[0].consumes
 
 
 def test_an_administrators_vfio_card_is_offered_for_vfio_claims_only_without_nvml():

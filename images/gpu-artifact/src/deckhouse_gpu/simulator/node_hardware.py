@@ -31,7 +31,7 @@ from deckhouse_gpu.simulator.host.sim_mig import SimulatedMig
 from deckhouse_gpu.simulator.host.sim_mig_state import PersistentSimMig
 from deckhouse_gpu.simulator.host.sim_mps_kubelet import SimulatedKubeletMps
 from deckhouse_gpu.simulator.host.sim_nvml import SimNVMLConfigError, SimulatedNVML, from_model_list
-from deckhouse_gpu.simulator.host.sim_vfio import SimGpuProcesses, SimulatedVfio
+from deckhouse_gpu.simulator.host.sim_vfio import PARKED, SimGpuProcesses, SimulatedVfio
 
 log = logging.getLogger("gpu-handler")
 
@@ -47,13 +47,13 @@ class SimulatedHardware:
         )
 
     def card_addresses(self, args: argparse.Namespace, api: KubeAPI) -> list[str]:
-        """NVIDIA-bound GPUs of the host root, or else this node's PhysicalGPUs on nvidia."""
+        """The host root's GPUs of the nvidia driver: those bound to it and those it lost to
+        vfio-pci (a virtual machine's claim; the driver's entry parked for their return), so the
+        models stay matched to the same cards; or else this node's PhysicalGPUs on nvidia."""
         if args.host_root:
-            try:
-                scan = SysfsHost(args.host_root).scan_pci()
-            except HostUnreadable as error:
-                raise WiringError(f"--host-root: {error}") from error
-            return sorted(d.address for d in scan.gpus if d.driver == "nvidia")
+            parked = Path(args.host_root) / PARKED
+            drivers = _host_drivers(args.host_root)
+            return sorted(a for a, driver in drivers.items() if driver == "nvidia" or (parked / a).exists())
         try:
             cards = api.list(PHYSICAL_GPUS, label_selector=node_selector(args.node_name)).items
         except KubeError as error:
@@ -67,13 +67,21 @@ class SimulatedHardware:
 
     def nvml(self, args: argparse.Namespace, addresses: list[str]) -> NVML:
         try:
-            return from_model_list(
+            nvml = from_model_list(
                 args.nvml_sim, addresses, node_name=getattr(args, "node_name", None) or "sim-node"
             )
         except SimNVMLConfigError as error:
             raise WiringError(
                 f"--nvml-sim: {error} (cards are matched to PCI addresses in sorted order)"
             ) from error
+        if args.host_root:
+            # A card a VM holds (on vfio-pci) when gpu-handler starts is out of NVML's sight, as on
+            # a node; SimulatedVfio gives it back to NVML when it returns to nvidia.
+            drivers = _host_drivers(args.host_root)
+            for address in addresses:
+                if drivers.get(address) != "nvidia":
+                    nvml.remove_card(address)
+        return nvml
 
     def xid_events(self, nvml: NVML) -> XidEvents:
         return _simulated(nvml)
@@ -94,8 +102,9 @@ class SimulatedHardware:
     def sharing(
         self, args: argparse.Namespace, api: KubeAPI, nvml: NVML, daemons: MpsDaemons
     ) -> tuple[CardSettings, MpsDaemons]:
-        cards = nvml.device_addresses()
         host_root = Path(args.host_root) if args.host_root else None
+        # On a host root, also the cards a VM holds now: their settings are needed once they are back.
+        cards = self.card_addresses(args, api) if host_root is not None else nvml.device_addresses()
         settings = SimCardSettings(cards) if host_root is None else SimCardSettings.under(host_root, cards)
         if not isinstance(daemons, KubeMpsDaemons):
             raise TypeError(f"the simulated kubelet runs KubeMpsDaemons' Pods, got {type(daemons).__name__}")
@@ -106,6 +115,15 @@ class SimulatedHardware:
             return None  # the simulated NVML follows the API's cards: there is no host to bind them on
         simulated = _simulated(nvml)
         return SimulatedVfio(root, simulated), SimGpuProcesses(simulated)
+
+
+def _host_drivers(host_root: str) -> dict[str, str | None]:
+    """PCI address -> the driver bound now, for every GPU of the simulated host."""
+    try:
+        scan = SysfsHost(host_root).scan_pci()
+    except HostUnreadable as error:
+        raise WiringError(f"--host-root: {error}") from error
+    return {d.address: d.driver for d in scan.gpus}
 
 
 def _simulated(nvml: NVML) -> SimulatedNVML:

@@ -74,14 +74,17 @@ def _common_attributes(card: dict[str, Any]) -> dict[str, AttributeValue]:
     labels = card.get("metadata", {}).get("labels") or {}
     status = card["status"]
     caps, nvidia_caps = status["capabilities"], status["capabilities"].get("nvidia") or {}
-    state = status["currentState"]["nvidia"]
+    # A card a VFIO claim holds has no nvidia state, yet its counters are still worked out from
+    # the MIG offers the DeviceClasses may select (vfio_offers.py): those never ask for a uuid.
+    state = (status.get("currentState") or {}).get("nvidia") or {}
     attributes: dict[str, AttributeValue] = {
         "vendor": attribute_text(labels.get(LABEL_VENDOR, "nvidia")),
         "device": attribute_text(labels.get(LABEL_DEVICE, "")),
         "productName": attribute_text(caps.get("productName", "")),
         "pciAddress": status["pciInfo"]["address"],
-        "uuid": attribute_text(state["gpuUUID"]),
     }
+    if state.get("gpuUUID"):
+        attributes["uuid"] = attribute_text(state["gpuUUID"])
     attributes.update(card_facts(state, nvidia_caps, status["pciInfo"]))
     return attributes
 
