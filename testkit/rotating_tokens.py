@@ -107,7 +107,7 @@ class RotatingTokens:
         self._serial += 1
         name = f"{account}-{node or 'controller'}-{self._serial}"
         if node is not None:
-            bound = self.cluster.create(_pod(self.namespace, name, account, node))
+            bound = self.cluster.create(daemon_pod(self.namespace, name, account, node))
         else:
             bound = self.cluster.create(
                 {
@@ -116,12 +116,7 @@ class RotatingTokens:
                     "metadata": {"name": name, "namespace": self.namespace},
                 }
             )
-        ref = {
-            "apiVersion": "v1",
-            "kind": bound["kind"],
-            "name": bound["metadata"]["name"],
-            "uid": bound["metadata"]["uid"],
-        }
+        ref = bound_reference(bound)
         token, issued, expires = self._request(account, ref)
         _write(path, token)
         return Held(account, node, path, ref, issued, expires)
@@ -156,7 +151,17 @@ def token_claims(token: str) -> dict[str, Any]:
     return dict(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))))
 
 
-def _pod(namespace: str, name: str, account: str, node: str) -> dict[str, Any]:
+def bound_reference(obj: dict[str, Any]) -> dict[str, Any]:
+    """What a TokenRequest names as the object its token is bound to."""
+    return {
+        "apiVersion": "v1",
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+    }
+
+
+def daemon_pod(namespace: str, name: str, account: str, node: str) -> dict[str, Any]:
     """A Pod object only (no kubelet runs it), on ``node``, tolerating every taint: what a
     DaemonSet's pod is to the token bound to it."""
     return {

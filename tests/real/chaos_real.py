@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import statistics
 import time
@@ -55,10 +56,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from testkit.real_cluster import VERSIONS, ApiError, AssetsMissing, RealCluster, binaries, kubeconfig_text
+from testkit.real_cluster import (
+    VERSIONS,
+    ApiError,
+    AssetsMissing,
+    RealCluster,
+    assets_required,
+    binaries,
+    kubeconfig_text,
+)
 from testkit.rotating_tokens import RotatingTokens
 from testkit.tcp_proxy import TcpProxy
 from tests.real import component_world as world
@@ -607,6 +617,20 @@ def rss_kib(component: world.Component) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def require_assets(version: str) -> None:
+    """The binaries a chaos run starts, and root for its kubelet: missing, the test fails under
+    KUBE_ASSETS_REQUIRED (CI) and is skipped elsewhere."""
+    try:
+        binaries(version, "kube-apiserver", "etcd", "etcdctl", "kube-controller-manager", "kube-scheduler")
+        binaries(version, "kubelet", "lab-fakecri")
+        if os.geteuid() != 0:
+            raise AssetsMissing("a kubelet must run as root")
+    except AssetsMissing as missing:
+        if assets_required():
+            pytest.fail(str(missing))
+        pytest.skip(str(missing))
 
 
 def chaos(

@@ -41,6 +41,7 @@ from testkit.real_cluster import (
     object_path,
     wait_until,
 )
+from testkit.rotating_tokens import bound_reference, daemon_pod
 from testkit.waiting import free_port
 from tests.support.helm_chart import Rendered, render
 from tests.support.module_values import module_values
@@ -171,28 +172,10 @@ def add_node(cluster: RealCluster, node: str) -> dict[str, Any]:
 def node_credential(cluster: RealCluster, account: str, node: str) -> Credential:
     """The token a DaemonSet pod of ``account`` on ``node`` gets: bound to such a Pod, so the
     server adds the node's name to the identity the policies see."""
-    pod = cluster.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"{account}-{node}", "namespace": NAMESPACE, "labels": {"app": account}},
-            "spec": {
-                "serviceAccountName": account,
-                "nodeName": node,
-                "automountServiceAccountToken": False,
-                # A shared cluster may run the node lifecycle controller: no taint of a node
-                # without a kubelet may evict the pod the token is bound to.
-                "tolerations": [{"operator": "Exists"}],
-                "containers": [{"name": "main", "image": "registry.example/gpu:test"}],
-            },
-        }
-    )
-    bound = {
-        "kind": "Pod",
-        "apiVersion": "v1",
-        "name": pod["metadata"]["name"],
-        "uid": pod["metadata"]["uid"],
-    }
+    # A shared cluster may run the node lifecycle controller: the pod tolerates every taint of a
+    # node without a kubelet, so none evicts it and the token bound to it.
+    pod = cluster.create(daemon_pod(NAMESPACE, f"{account}-{node}", account, node))
+    bound = bound_reference(pod)
     token = cluster.service_account_token(NAMESPACE, account, 3600, bound_to=bound)
     kubeconfig = cluster.token_kubeconfig(f"{account}-{node}", token)
     return Credential(account, token, kubeconfig, node)

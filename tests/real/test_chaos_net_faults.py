@@ -18,7 +18,6 @@ their life (the old one still valid) and rotated away (the old one refused)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,10 +26,10 @@ from typing import Any
 import pytest
 
 from deckhouse_gpu.adapters.kube.kube_client import WATCH_IDLE_SECONDS
-from testkit.real_cluster import AssetsMissing, RealCluster, assets_required, binaries
-from testkit.rotating_tokens import SHORTEST_SECONDS, RotatingTokens, token_claims
+from testkit.real_cluster import RealCluster
+from testkit.rotating_tokens import SHORTEST_SECONDS, RotatingTokens, bound_reference, token_claims
 from tests.real import component_world as world
-from tests.real.chaos_real import chaos
+from tests.real.chaos_real import chaos, require_assets
 from tests.real.conftest import cluster_of
 
 VERSION = "1.36"
@@ -38,15 +37,7 @@ READ_TIMEOUT = 30.0  # a component's request read timeout: a silenced pooled con
 
 
 def run_one(kind: str, watch_cache: bool = True) -> dict[str, Any]:
-    try:
-        binaries(VERSION, "kube-apiserver", "etcd", "etcdctl", "kube-controller-manager", "kube-scheduler")
-        binaries(VERSION, "kubelet", "lab-fakecri")
-        if os.geteuid() != 0:
-            raise AssetsMissing("a kubelet must run as root")
-    except AssetsMissing as missing:
-        if assets_required():
-            pytest.fail(str(missing))
-        pytest.skip(str(missing))
+    require_assets(VERSION)
     workdir = Path(tempfile.mkdtemp(prefix="chnet-"))  # short: the plugin sockets live under it
     try:
         report = chaos(VERSION, 39, 1, workdir, watch_cache=watch_cache, only=(kind,))
@@ -94,12 +85,7 @@ def test_the_shortest_token_expiry_is_ten_minutes_and_not_stretched(clusters, ve
             },
         }
     )
-    bound = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "name": pod["metadata"]["name"],
-        "uid": pod["metadata"]["uid"],
-    }
+    bound = bound_reference(pod)
 
     def ask(seconds: int) -> tuple[int, dict[str, Any]]:
         spec = {"expirationSeconds": seconds, "boundObjectRef": bound}

@@ -21,23 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from testkit.real_cluster import KUBELET_VERSIONS, AssetsMissing, assets_required, binaries
-from tests.real.chaos_real import chaos
+from testkit.real_cluster import KUBELET_VERSIONS
+from tests.real.chaos_real import chaos, require_assets
 
 FAULTS = int(os.environ.get("CHAOS_REAL_FAULTS", "3"))
 
 
 @pytest.mark.parametrize("version", KUBELET_VERSIONS, ids=[f"k8s-{v}" for v in KUBELET_VERSIONS])
 def test_components_survive_a_seeded_run_of_control_plane_faults(version: str) -> None:
-    try:
-        binaries(version, "kube-apiserver", "etcd", "etcdctl", "kube-controller-manager", "kube-scheduler")
-        binaries(version, "kubelet", "lab-fakecri")
-        if os.geteuid() != 0:
-            raise AssetsMissing("a kubelet must run as root")
-    except AssetsMissing as missing:
-        if assets_required():
-            pytest.fail(str(missing))
-        pytest.skip(str(missing))
+    require_assets(version)
     seed = int(os.environ.get("CHAOS_REAL_SEED", random.randrange(1 << 30)))  # noqa: S311
     print(f"chaos-real: CHAOS_REAL_SEED={seed} CHAOS_REAL_FAULTS={FAULTS} on {version}")
     # Short: gpu-handler's kubelet sockets live under the simulated host root (107 bytes).
