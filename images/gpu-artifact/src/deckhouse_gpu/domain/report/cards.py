@@ -239,10 +239,9 @@ def _slices(
     runs = slice_runs(total)
     for name, run in runs.items():
         available = left.get(name, Fraction(0))
-        if len(run) == 1 or available >= len(run):
-            free += run if available > 0 else []
-        else:
-            free += [one for one in run if one not in covered] if available > 0 else []
+        if available <= 0:
+            continue
+        free += run if len(run) == 1 or available >= len(run) else [one for one in run if one not in covered]
     return sum(len(run) for run in runs.values()), sorted(int(name.removeprefix(SLICE)) for name in free)
 
 
