@@ -169,9 +169,14 @@ class Kubelet:
             wait_until(self._ready, 150, f"node {self.node} Ready", kubelet)
         finally:
             self._restore_sysctls()
-        # On 1.36 a new Node carries not-ready:NoSchedule until the lifecycle controller runs.
-        self._untaint_not_ready()
+        self.untaint_not_ready()
         return self
+
+    def registered_again(self, timeout: float = 60) -> None:
+        """The Node created anew under this kubelet: wait for the kubelet's status (Ready, its
+        allocatable) and then do the lifecycle controller's part, which these clusters leave off."""
+        wait_until(self._ready, timeout, f"node {self.node} Ready again", self.processes[-1])
+        self.untaint_not_ready()
 
     def _ready(self) -> bool:
         try:
@@ -181,7 +186,9 @@ class Kubelet:
         conditions = node.get("status", {}).get("conditions", [])
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
-    def _untaint_not_ready(self) -> None:
+    def untaint_not_ready(self) -> None:
+        """1.36's admission gives a new Node not-ready:NoSchedule, which only the node lifecycle
+        controller takes off once the kubelet reports Ready; the clusters here run without it."""
         node = self.cluster.request("GET", f"/api/v1/nodes/{self.node}")
         taints = node.get("spec", {}).get("taints") or []
         kept = [t for t in taints if not t.get("key", "").startswith("node.kubernetes.io/not-ready")]

@@ -14,9 +14,11 @@
   (testkit/rotating_tokens.py). Recovery runs from the rotation.
 - ``node-recreate``: the Node is deleted while claims are prepared on it; the garbage collector
   takes the node's PhysicalGPUs and ResourceSlices (their owner); 1-5 s later the Node is created
-  anew (a new uid), as a kubelet registers its node again. Recovery runs from the new Node until
-  the cards and slices are back and owned by it (the next collection would take them otherwise);
-  the claims prepared before stay prepared on the host and are unprepared later as usual.
+  anew (a new uid), as a kubelet registers its node again, and untainted once the kubelet reports
+  it Ready, as the node lifecycle controller would (these clusters run without it). Recovery runs
+  from the new Node until the cards and slices are back and owned by it (the next collection would
+  take them otherwise); the claims prepared before stay prepared on the host and are unprepared
+  later as usual.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def node_recreate(run: ChaosRun, record: dict[str, Any]) -> None:
             raise
         new_uid = cluster.request("GET", f"/api/v1/nodes/{node}")["metadata"]["uid"]
     record["_endedAt"] = time.monotonic()
+    # Without it the new Node keeps 1.36's not-ready taint and every later Pod stays Pending.
+    run.gpu_node.kubelet.registered_again()
     run._wait(lambda: all_owned_by(run, new_uid), "the node's cards and slices owned by the new Node")
 
 

@@ -601,6 +601,9 @@ class ChaosRun:
                 line for line in self.gpu_node.kubelet.log_text().splitlines()[-400:] if "dra" in line.lower()
             ]
             tails += "\n--- kubelet (DRA lines)\n" + "\n".join(kubelet[-40:])
+        if hasattr(self, "stream"):
+            with contextlib.suppress(ApiError, OSError):
+                tails += "\n--- the stream's Pods\n" + self.stream.describe()
         return tails
 
 

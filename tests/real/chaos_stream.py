@@ -235,6 +235,34 @@ class PodStream:
             raise
         return True
 
+    def describe(self) -> str:
+        """Each live and leaving Pod's phase, node, conditions and its claim's allocation: what a
+        failure message needs to tell a Pod the scheduler left Pending from one the kubelet holds."""
+        lines = []
+        for workload in [*self.live, *self.leaving]:
+            try:
+                pod = self.cluster.get("v1", "Pod", workload.pod, self.node.namespace)
+            except ApiError as error:
+                lines.append(f"{workload.pod}: {error.status}")
+                continue
+            status = pod.get("status") or {}
+            conditions = [
+                f"{c.get('type')}={c.get('status')}({c.get('reason', '')}: {c.get('message', '')})"
+                for c in status.get("conditions") or ()
+            ]
+            claims = status.get("resourceClaimStatuses") or []
+            lines.append(
+                f"{workload.pod}: phase={status.get('phase')} node={pod['spec'].get('nodeName')} "
+                f"conditions={conditions} claims={claims}"
+            )
+            name = workload.claim or (claims[0].get("resourceClaimName") if claims else None)
+            if name:
+                with contextlib.suppress(ApiError):
+                    claim = self.cluster.get(RESOURCE, "ResourceClaim", name, self.node.namespace)
+                    reserved = (claim.get("status") or {}).get("reservedFor") or []
+                    lines.append(f"  claim {name}: results={_results(claim)} reservedFor={reserved}")
+        return "\n".join(lines)
+
     # -- what the node must show -------------------------------------------------------------------
 
     def modes(self) -> dict[str, str]:
