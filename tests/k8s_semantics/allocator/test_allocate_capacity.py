@@ -12,7 +12,7 @@ import pytest
 
 from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.k8s_semantics.allocator.small_slices import MIG_CLASSES, V135, share
-from tests.support.allocation import World, claim_object, device, exactly, resource_slice
+from tests.support.allocation import World, claim_object, device, exactly, first_available, resource_slice
 
 
 def shared_card(**policy: object) -> dict[str, object]:
@@ -79,6 +79,29 @@ def test_a_capacity_the_device_lacks_skips_it() -> None:
     world = World([resource_slice("s", [device("plain"), shared_card()])])
     asks = claim_object("c", exactly("gpu", capacity={"requests": {"memory": "1Gi"}}))
     assert world.devices(asks) is None
+
+
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36"])
+def test_a_capacity_misfit_leaves_the_card_s_counters_to_the_next_subrequest(version: str) -> None:
+    """The candidate loop judges capacity before allocateDevice charges counters, 1.34 too: the
+    real 1.34.9 scheduler gave the second subrequest the card that the first one's capacity
+    request (a capacity the card lacks) would otherwise have charged for the rest of the call."""
+    card = device("card", consumes={"c0": {"memory": "24Gi"}})
+    counters = {"c0": {"memory": "24Gi"}}
+    slices = (  # 1.34 counts per slice, 1.35 per pool, where a slice holds counters or devices
+        [resource_slice("s", [card], counters=counters)]
+        if version == "1.34"
+        else [
+            resource_slice("counters", counters=counters, count=2),
+            resource_slice("devices", [card], count=2),
+        ]
+    )
+    shared = {"name": "shared", "deviceClassName": "gpu", "capacity": {"requests": {"sharePercent": "30"}}}
+    asks = claim_object("c", first_available("r", shared, {"name": "whole", "deviceClassName": "gpu"}))
+    world = World(slices, semantics=Semantics(version))
+    outcome = world.allocate(asks)
+    assert outcome.allocations is not None, outcome.error
+    assert [r["request"] for r in outcome.allocations[0]["devices"]["results"]] == ["r/whole"]
 
 
 def test_a_shared_device_counts_its_counters_only_for_the_first_share_unless_strict() -> None:

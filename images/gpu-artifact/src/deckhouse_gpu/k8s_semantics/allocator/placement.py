@@ -32,8 +32,9 @@ class Placer:
         self.semantics = semantics
         self.matcher = matcher
         self.new_share_id = new_share_id
-        # 1.35 checks capacity before allocateDevice, so a misfit never charges counters there.
-        self.early_capacity = semantics.consumable and semantics.version != "1.34"
+        # The candidate loop checks capacity before allocateDevice (1.34 as well: the real 1.34.9
+        # scheduler disagreed with the opposite), so a misfit never charges counters there.
+        self.early_capacity = semantics.consumable
 
     def candidate(
         self,
@@ -43,7 +44,7 @@ class Placer:
         alternative: Alternative,
         device: Device,
     ) -> Reason | None:
-        """The candidate loop's checks: binding conditions, in use, selectors, capacity (1.35).
+        """The candidate loop's checks: binding conditions, in use, selectors, capacity.
         Raises SelectorFailure."""
         reason = rules.binding_conditions(device)
         if reason is None:
