@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from deckhouse_gpu.k8s_semantics.resources.semantics import Semantics
 from tests.k8s_semantics.allocator.small_slices import gpus
 from tests.support.allocation import (
     World,
@@ -95,3 +96,50 @@ def test_selectors_of_the_class_and_of_the_request_both_apply() -> None:
 def test_devices_with_binding_conditions_are_not_offered_without_that_feature() -> None:
     world = World([resource_slice("s", [device("a", bindingConditions=["Ready"]), device("b")])])
     assert world.devices(claim_object("c", exactly("gpu"))) == [["b"]]
+
+
+def _picked(world: World, wanted: dict[str, Any]) -> list[tuple[str, str]] | None:
+    outcome = world.allocate(wanted)
+    assert outcome.error is None, outcome.error
+    if outcome.allocations is None:
+        return None
+    return [(r["request"], r["device"]) for r in outcome.allocations[0]["devices"]["results"]]
+
+
+BIG_OR_ALL = (device_class("gpu"), device_class("big", 'device.attributes["gpu.deckhouse.io"].kind == "big"'))
+
+
+def test_an_all_subrequest_after_the_first_lends_its_selection_to_the_one_before_on_134_and_135() -> None:
+    """The scheduler judges the "All" subrequest under the selection cache slot of the subrequest
+    before it (seen on the real 1.35.6 scheduler): that one then selects what "All" selects."""
+    wanted = claim_object(
+        "c",
+        first_available(
+            "r",
+            {"name": "large", "deviceClassName": "big"},
+            {"name": "any", "deviceClassName": "gpu", "allocationMode": "All"},
+        ),
+    )
+    slices = [resource_slice("s", gpus("a", "b"))]
+    for version, picked in (
+        ("1.34", [("r/large", "a")]),
+        ("1.35", [("r/large", "a")]),
+        ("1.36", [("r/any", "a"), ("r/any", "b")]),
+    ):
+        assert _picked(World(slices, list(BIG_OR_ALL), Semantics(version)), wanted) == picked, version
+
+
+def test_an_all_subrequest_after_the_first_goes_on_as_the_first_after_one_device_on_134_and_135() -> None:
+    """After its first device the scheduler's next step forgets the subrequest it was in and goes on
+    with the first one's count (seen on the real 1.35.6 scheduler): one device where 1.36 gives all."""
+    lacking = {"name": "shared", "deviceClassName": "gpu", "capacity": {"requests": {"sharePercent": "30"}}}
+    wanted = claim_object(
+        "c", first_available("r", lacking, {"name": "any", "deviceClassName": "gpu", "allocationMode": "All"})
+    )
+    slices = [resource_slice("s", gpus("a", "b"))]
+    for version, picked in (
+        ("1.34", [("r/any", "a")]),
+        ("1.35", [("r/any", "a")]),
+        ("1.36", [("r/any", "a"), ("r/any", "b")]),
+    ):
+        assert _picked(World(slices, list(BIG_OR_ALL), Semantics(version)), wanted) == picked, version

@@ -50,7 +50,7 @@ class Placer:
         if reason is None:
             reason = rules.in_use(work, state, claim_index, alternative, device, self.semantics)
         if reason is None:
-            reason = rules.selectors(self.matcher, alternative, device)
+            reason = rules.selectors(self.matcher, work.selection.get(id(alternative), alternative), device)
         if reason is None and self.early_capacity:
             reason = rules.capacity_fits(work, state, alternative, device, self.semantics)
         return reason

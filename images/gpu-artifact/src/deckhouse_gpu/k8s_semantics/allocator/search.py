@@ -109,13 +109,22 @@ class Allocator:
     def _count_all(
         self, claims: Sequence[Claim], work: SearchPass, state: AllocatedState
     ) -> dict[int, list[tuple[Pool, Device]]]:
-        """The devices of every "All" alternative, fixed before the search as the scheduler does."""
+        """The devices of every "All" alternative, fixed before the search as the scheduler does.
+
+        Where the scheduler slips (``Semantics.all_subrequest_slip``), it judges the "All"
+        subrequest at index i > 0 under the selection cache slot of subrequest i - 1: that slot's
+        first filler decides which devices both see, here and in the search after."""
         found: dict[int, list[tuple[Pool, Device]]] = {}
+        slip = self.semantics.all_subrequest_slip
         for claim in claims:
             for request in claim.requests:
-                for alternative in request.alternatives:
+                slots: dict[int, Alternative] = {}
+                for index, alternative in enumerate(request.alternatives):
                     if not alternative.all_devices:
                         continue
+                    judge = slots.setdefault(max(index - 1, 0) if slip else index, alternative)
+                    if judge is not alternative:
+                        work.selection[id(alternative)] = judge
                     if work.gathered.invalid or any(p.incomplete for p in work.gathered.pools):
                         raise AllocationError(
                             f"claim {claim.ref} request {alternative.name}: allocationMode All needs "
@@ -126,9 +135,13 @@ class Allocator:
                         for pool in self._pools(work)
                         for device in pool.candidates
                         if rules.binding_conditions(device) is None
-                        and rules.selectors(self.matcher, alternative, device) is None
+                        and rules.selectors(self.matcher, judge, device) is None
                         and rules.capacity_fits(work, state, alternative, device, self.semantics) is None
                     ]
+                for index, alternative in enumerate(request.alternatives):
+                    judge = slots.get(index, alternative)
+                    if not alternative.all_devices and judge is not alternative:
+                        work.selection[id(alternative)] = judge
         return found
 
     def _place(
@@ -159,6 +172,16 @@ class Allocator:
                 return True
         return False
 
+    def _going_on(
+        self, alternatives: Sequence[Alternative], alternative: Alternative, work: SearchPass
+    ) -> Alternative:
+        """The alternative whose devices come after one of an "All" one: itself, but where the
+        scheduler slips (``Semantics.all_subrequest_slip``) the request's first subrequest, from its
+        second device on (the scheduler's next step forgets which subrequest it was in)."""
+        if self.semantics.all_subrequest_slip and alternatives[0] is not alternative:
+            return alternatives[0]
+        return alternative
+
     def _fill(
         self,
         claims: Sequence[Claim],
@@ -181,7 +204,10 @@ class Allocator:
             placed = placer.place(work, state, claim_index, claim, alternative, pool, device)
             if placed is None:
                 return False
-            if self._fill(claims, work, state, claim_index, request_index, alternative, needed, done + 1):
+            going_on = self._going_on(claim.requests[request_index].alternatives, alternative, work)
+            if going_on is not alternative:
+                needed = len(work.all_devices[id(going_on)]) if going_on.all_devices else going_on.count
+            if self._fill(claims, work, state, claim_index, request_index, going_on, needed, done + 1):
                 return True
             placer.undo(work, claim_index, claim, pool, placed)
             return False

@@ -45,3 +45,6 @@ class SearchPass:
     matched_count: dict[tuple[int, int], int] = field(default_factory=dict)
     distinct: dict[tuple[int, int, str], Any] = field(default_factory=dict)
     all_devices: dict[int, list[tuple[Pool, Device]]] = field(default_factory=dict)  # per "All" alternative
+    # Per alternative (by id), the one whose selectors judge its candidates, where the scheduler's
+    # selection cache mixes them up (Semantics.all_subrequest_slip); itself when absent.
+    selection: dict[int, Alternative] = field(default_factory=dict)

@@ -56,6 +56,13 @@ class Semantics:
         return self.version != "1.34"
 
     @property
+    def all_subrequest_slip(self) -> bool:
+        """1.34 and 1.35 mix up the subrequests of a ``firstAvailable`` request whose "All"
+        subrequest is not the first (KUBERNETES-FACTS.md F4.3); 1.36 does not (kubernetes/kubernetes
+        #137347, and tests/real/test_allocator_vs_scheduler.py on 1.36.2)."""
+        return self.version in ("1.34", "1.35")
+
+    @property
     def pool_counters(self) -> bool:
         """Counters are shared per pool (1.35) instead of per slice (1.34)."""
         return self.version != "1.34"
