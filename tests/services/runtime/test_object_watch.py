@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from deckhouse_gpu.domain.backoff import Backoff
 from deckhouse_gpu.ports.kube import NODES, Unavailable, WatchEvent
 from deckhouse_gpu.services.runtime.object_watch import start_watch, watch_objects
 from deckhouse_gpu.simulator.api.memory_kube import MemoryKube
@@ -98,3 +99,38 @@ def test_failed_lists_back_off_exponentially_up_to_the_cap() -> None:
 
 def test_a_throttled_list_waits_at_least_the_servers_retry_after() -> None:
     assert _failed_lists(2, retry_after=5.0) == [5.0, 5.0]
+
+
+def test_listed_is_set_by_the_first_list_that_succeeds_and_no_earlier() -> None:
+    api = MemoryKube()
+    api.create(NODES, {"metadata": {"name": "w1"}})
+    failing = _Failing(api, times=2)
+    stop, listed = threading.Event(), threading.Event()
+    seen: list[WatchEvent | None] = []
+    released = threading.Event()
+
+    class _Gated(_Failing):
+        def list(self, *args: Any, **kwargs: Any) -> Any:
+            released.wait(5)  # the test looks at listed before any list may succeed
+            return failing.list(*args, **kwargs)
+
+    gated = _Gated(api, 0)
+    thread = threading.Thread(
+        target=watch_objects,
+        args=(gated, NODES, None, seen.append, stop),
+        kwargs={"draw": lambda: 0.0, "backoff": Backoff(initial=0.01, cap=0.01), "listed": listed},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert not listed.wait(0.2)
+        released.set()
+        assert listed.wait(5)
+        assert failing.times == 0  # both failed lists came first
+        assert seen == []  # the first list is reported by no event: listed is how a caller knows
+        api.patch(NODES, "w1", {"metadata": {"labels": {"a": "1"}}})
+        wait_for(lambda: len(seen) == 1)
+    finally:
+        stop.set()
+        api.patch(NODES, "w1", {"metadata": {"labels": {"a": "stop"}}})
+        thread.join(timeout=5)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,7 @@ from deckhouse_gpu.simulator.vfio import build_iommu, vfio_side
 
 VALIDATOR_NAMESPACE = "d8-gpu"
 VALIDATOR_LABELS = {"app": "nvidia-driver-validator"}
+FIRST_LIST_SECONDS = 10.0  # how long the loops wait for the watches' first lists at start
 
 
 @dataclass
@@ -180,14 +182,24 @@ def start_components(
     handler.prepared_claims = lambda: list(prepare.claim_names)
     prepare.start()
     node.loops = [agent, handler]
+    # gpu-handler's watches list before its first pass: a change between that pass's read and a
+    # later first list would be reported by no event, and the handler would hear of it only at its
+    # next heartbeat, after the simulator's settle had already taken the node for quiet.
+    listed = [threading.Event(), threading.Event()]
+    start_watch(hapi, PHYSICAL_GPUS, node_selector(name), handler.on_change, node.stop, listed=listed[0])
+    start_watch(
+        hapi, NODES, None, handler.on_node_change, node.stop,
+        field_selector=f"metadata.name={name}", listed=listed[1],
+    )  # fmt: skip
+    start_deletion_watch(api, PHYSICAL_GPUS, node_selector(name), agent.notify_deleted, node.stop)
+    deadline = time.monotonic() + FIRST_LIST_SECONDS
+    for event in listed:  # a list that keeps failing is retried by the watch; the loops start anyway
+        event.wait(max(deadline - time.monotonic(), 0.0))
     node.xid_watcher.start(node.stop)
     for loop in node.loops:
         threading.Thread(
             target=loop.run, args=(node.stop,), name=f"{type(loop).__name__}-{name}", daemon=True
         ).start()
-    start_deletion_watch(api, PHYSICAL_GPUS, node_selector(name), agent.notify_deleted, node.stop)
-    start_watch(hapi, PHYSICAL_GPUS, node_selector(name), handler.on_change, node.stop)
-    start_watch(hapi, NODES, None, handler.on_node_change, node.stop, field_selector=f"metadata.name={name}")
 
 
 def set_validator(api: KubeAPI, node: str, state: str) -> None:

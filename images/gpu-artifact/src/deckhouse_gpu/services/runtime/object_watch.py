@@ -36,8 +36,10 @@ def watch_objects(
     backoff: Backoff = RETRY,
     field_selector: str | None = None,
     draw: Callable[[], float] = random.random,
+    listed: threading.Event | None = None,
 ) -> None:
-    """Runs until ``stop``; ``on_change(None)`` after every relist, the event otherwise. A failed
+    """Runs until ``stop``; ``on_change(None)`` after every relist, the event otherwise; ``listed``
+    is set once the first list succeeded (what that list held is reported by no event). A failed
     list or watch is retried after ``backoff`` (exponential, jittered, at least the server's
     Retry-After); a watch that delivered starts the backoff afresh. Each watch lasts
     ``timeout_seconds`` to twice that, spread at random as client-go's reflector spreads them."""
@@ -47,14 +49,16 @@ def watch_objects(
     while not stop.is_set():
         try:
             if version is None:
-                listed = api.list(
+                listed_now = api.list(
                     resource,
                     label_selector=label_selector,
                     namespace=namespace,
                     field_selector=field_selector,
                 )
-                version = listed.resource_version
+                version = listed_now.resource_version
                 failures = 0
+                if listed is not None:
+                    listed.set()
                 if not first:
                     on_change(None)
                 first = False
@@ -95,11 +99,12 @@ def start_watch(
     stop: threading.Event,
     namespace: str | None = None,
     field_selector: str | None = None,
+    listed: threading.Event | None = None,
 ) -> threading.Thread:
     thread = threading.Thread(
         target=watch_objects,
         args=(api, resource, label_selector, on_change, stop, namespace),
-        kwargs={"field_selector": field_selector},
+        kwargs={"field_selector": field_selector, "listed": listed},
         name=f"watch-{resource.plural}",
         daemon=True,
     )
