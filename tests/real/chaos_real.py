@@ -269,6 +269,8 @@ class ChaosRun:
         undescribed = []
         for card in cards["items"]:
             status = card.get("status") or {}
+            if "pciInfo" not in status:  # created, its status not written yet: not back
+                return None
             if card["metadata"]["name"] in vfio:  # passed to a VM: not DriverReady once seen on vfio-pci
                 # No uevent reaches gpu-node-agent's process from the simulated kernel here: it sees
                 # the new driver at its next pass, which a later change or its resync brings.
