@@ -86,6 +86,23 @@ def test_a_vfio_config_passes_the_whole_group_through_and_unprepare_gives_it_bac
     assert not (node.root / f"dev/vfio/{group}").exists()
 
 
+def test_the_offers_know_the_card_is_a_vfio_claims_before_it_leaves_nvidia(node):
+    """A pass of the handler loop between the unbind and the end of the prepare call saw NVML lose
+    the card while nothing said a VFIO claim held it, tainted it GPULost NoExecute, and the device
+    taint controller evicted the virtual machine's Pod (seen with a real kubelet on 1.35)."""
+    uevents_then: list[tuple[int, dict[str, str | None]]] = []
+
+    class Watching:
+        def follow_modes(self, modes):
+            uevents_then.append((len(node.events), dict(modes)))
+
+    claim = allocate_vfio(node.world.api, "vm-early", WHOLE_A100)
+    assert prepare(node.service(offers=Watching()), claim).error == ""
+    assert ("unbind", A100) in node.events
+    first_vfio = next(seen for seen, modes in uevents_then if modes.get(A100) == "VFIO")
+    assert first_vfio <= node.events.index(("unbind", A100))
+
+
 def test_the_vm_modules_vfio_device_config_passes_the_card_through_as_a_vfio_config_does(node):
     # resource.gpu.deckhouse.io/v1alpha1 VfioDeviceConfig, as deckhouse/virtualization writes it.
     claim = allocate_vfio(node.world.api, "vm-canonical", WHOLE_A100, parameters=VFIO_DEVICE_CONFIG)

@@ -125,7 +125,7 @@ class PrepareService:
         ctx = PrepareContext(
             claim,
             checkpoint,
-            self.store.save,
+            self._save_and_follow,
             self.mig,
             self.cdi,
             now,
@@ -289,6 +289,14 @@ class PrepareService:
             return []
         addresses = [((c.get("status") or {}).get("pciInfo") or {}).get("address") for c in cards]
         return [a for a in addresses if a]
+
+    def _save_and_follow(self, checkpoint: Checkpoint) -> None:
+        """A prepare's checkpoint writes: the offers follow each at once, so a card leaves nvidia
+        (for vfio-pci) only once the loop knows a VFIO claim holds it. Learnt at the end of the
+        call, a pass in between saw NVML lose the card and tainted it GPULost NoExecute, and the
+        device taint controller evicted the virtual machine's Pod it was just given to."""
+        self.store.save(checkpoint)
+        self._modes_changed(checkpoint)
 
     def _modes_changed(self, checkpoint: Checkpoint) -> None:
         self.claim_names = sorted(f"{e.namespace}/{e.name}" for e in checkpoint.claims.values())
