@@ -93,7 +93,8 @@ class PrepareService:
         self.metadata = metadata  # None: containers get no device metadata files
         self.observer = observer  # the metrics: durations, offer types, failure reasons
         self.vfio = vfio  # None: no passthrough to virtual machines (DESIGN.md D7)
-        self.modes: dict[str, ActiveMode] = {}  # what offers must respect; refreshed after every call
+        # What offers must respect: refreshed at each checkpoint write of a prepare and after each call.
+        self.modes: dict[str, ActiveMode] = {}
         # Cards another owner holds (PCI address -> why), from the handler loop: no new claim is
         # prepared on them (DESIGN.md D16). Claims prepared on this node, for its reports.
         self.holds: Callable[[], Mapping[str, str]] | None = None
