@@ -109,15 +109,19 @@ def test_listed_is_set_by_the_first_list_that_succeeds_and_no_earlier() -> None:
     seen: list[WatchEvent | None] = []
     released = threading.Event()
 
-    class _Gated(_Failing):
+    class _Held:
+        """``failing``, whose lists wait until the test has looked at ``listed``."""
+
         def list(self, *args: Any, **kwargs: Any) -> Any:
-            released.wait(5)  # the test looks at listed before any list may succeed
+            released.wait(5)
             return failing.list(*args, **kwargs)
 
-    gated = _Gated(api, 0)
+        def watch(self, *args: Any, **kwargs: Any) -> Any:
+            return failing.watch(*args, **kwargs)
+
     thread = threading.Thread(
         target=watch_objects,
-        args=(gated, NODES, None, seen.append, stop),
+        args=(_Held(), NODES, None, seen.append, stop),
         kwargs={"draw": lambda: 0.0, "backoff": Backoff(initial=0.01, cap=0.01), "listed": listed},
         daemon=True,
     )
